@@ -1,0 +1,101 @@
+#include "executor.hpp"
+
+#include <cstring>
+
+namespace loom {
+
+Execution::Execution(std::shared_ptr<const Program> program, Transport &transport, uint32_t tag,
+                     const ExecutionBuffers &buffers)
+    : program_(std::move(program)), transport_(transport), tag_(tag), buffers_(buffers) {}
+
+unsigned char *Execution::address(const Slice &s) const {
+    unsigned char *base = nullptr;
+    switch (s.buffer) {
+        case Buffer::input: base = static_cast<unsigned char *>(const_cast<void *>(buffers_.input)); break;
+        case Buffer::output: base = static_cast<unsigned char *>(buffers_.output); break;
+        case Buffer::scratch: base = static_cast<unsigned char *>(buffers_.scratch); break;
+    }
+    return base + s.offset * buffers_.elem_size;
+}
+
+Status Execution::start() {
+    const Program &p = *program_;
+    unmet_ = p.initial_unmet;
+    ready_.clear();
+    ready_.reserve(16);
+    for (StepId id = 0; id < p.size(); ++id)
+        if (unmet_[id] == 0) ready_.push_back(id);
+    return run_ready();
+}
+
+void Execution::release(StepId id) {
+    if (--unmet_[id] == 0) ready_.push_back(id);
+}
+
+void Execution::complete(StepId id) {
+    const Program &p = *program_;
+    ++completed_;
+    for (uint32_t i = p.dependents_begin[id]; i < p.dependents_begin[id + 1]; ++i) release(p.dependents[i]);
+}
+
+Status Execution::run_ready() {
+    const Program &p = *program_;
+    const size_t es = buffers_.elem_size;
+    while (!ready_.empty()) {
+        const StepId id = ready_.back();
+        ready_.pop_back();
+        const Step &s = p.steps[id];
+        switch (s.kind) {
+            case StepKind::join: complete(id); break;
+            case StepKind::copy: {
+                unsigned char *dst = address(s.dst);
+                const unsigned char *src = address(s.src);
+                if (dst != src) std::memmove(dst, src, s.dst.count * es);
+                complete(id);
+                break;
+            }
+            case StepKind::reduce:
+                buffers_.reduce(address(s.dst), address(s.src), s.dst.count);
+                complete(id);
+                break;
+            case StepKind::send:
+            case StepKind::recv: {
+                Active a{id, {}};
+                Status st = s.kind == StepKind::send
+                                ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, s.lane, &a.handle)
+                                : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, &a.handle);
+                if (st != LOOM_SUCCESS) return st;
+                active_.push_back(a);
+                if (p.next_in_peer_order[id] != Program::kNoStep) release(p.next_in_peer_order[id]);
+                break;
+            }
+        }
+    }
+    return LOOM_SUCCESS;
+}
+
+Status Execution::progress(bool *done) {
+    for (;;) {
+        LOOM_RETURN_IF_ERROR(run_ready());
+        bool any = false;
+        for (size_t i = 0; i < active_.size();) {
+            bool finished = false;
+            LOOM_RETURN_IF_ERROR(transport_.test(&active_[i].handle, &finished));
+            if (finished) {
+                const StepId id = active_[i].id;
+                active_[i] = active_.back();
+                active_.pop_back();
+                complete(id);
+                any = true;
+            } else {
+                ++i;
+            }
+        }
+        // Completions may have readied new steps; loop until nothing moves.
+        if (!any && ready_.empty()) break;
+    }
+    *done = this->done();
+    return LOOM_SUCCESS;
+}
+
+}  // namespace loom

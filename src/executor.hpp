@@ -1,0 +1,54 @@
+// The executor runs one rank's Program nonblockingly over a Transport: a step
+// becomes ready when its dependencies have completed; local steps (copy,
+// reduce) run at once, sends and receives are posted and polled.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "datatype.hpp"
+#include "plan.hpp"
+#include "transport.hpp"
+
+namespace loom {
+
+struct ExecutionBuffers {
+    const void *input = nullptr;  // already resolved for in-place calls
+    void *output = nullptr;
+    void *scratch = nullptr;      // at least program.scratch_count * elem_size bytes
+    size_t elem_size = 1;
+    ReduceFn reduce = nullptr;    // null for collectives without reduction
+};
+
+class Execution {
+  public:
+    Execution(std::shared_ptr<const Program> program, Transport &transport, uint32_t tag,
+              const ExecutionBuffers &buffers);
+    // Posts/runs everything that is ready. Call once, then progress() until done.
+    Status start();
+    // Advances; sets *done when every step has completed.
+    Status progress(bool *done);
+    bool done() const { return completed_ == program_->size(); }
+    size_t completed_steps() const { return completed_; }
+    const Program &program() const { return *program_; }
+
+  private:
+    Status run_ready();
+    void complete(StepId id);
+    void release(StepId id);
+    unsigned char *address(const Slice &s) const;
+
+    std::shared_ptr<const Program> program_;
+    Transport &transport_;
+    uint32_t tag_;
+    ExecutionBuffers buffers_;
+    std::vector<uint32_t> unmet_;
+    std::vector<StepId> ready_;
+    struct Active {
+        StepId id;
+        TransportHandle handle;
+    };
+    std::vector<Active> active_;
+    size_t completed_ = 0;
+};
+
+}  // namespace loom

@@ -1,0 +1,161 @@
+// The plan IR: for one rank, the steps it performs in a collective.
+//
+// A Program is pure data: steps over buffer slices (counted in elements), each
+// with the steps it waits for. Building one touches no MPI, no user memory and
+// no clock, so the same program feeds the executor, the unit tests (all ranks
+// in one process), the cost model and the simulator.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+enum class Collective : uint8_t { allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall };
+constexpr int kCollectiveCount = 5;
+const char *collective_name(Collective c);
+bool collective_from_name(const std::string &name, Collective *out);
+
+// Which memory a slice lives in. `input` is the user's send buffer (or, for an
+// in-place call, the executor's view of the input; see Execution).
+enum class Buffer : uint8_t { input, output, scratch };
+
+struct Slice {
+    Buffer buffer = Buffer::scratch;
+    size_t offset = 0;  // elements
+    size_t count = 0;   // elements
+    Slice sub(size_t off, size_t n) const { return Slice{buffer, offset + off, n}; }
+};
+inline Slice input_slice(size_t offset, size_t count) { return Slice{Buffer::input, offset, count}; }
+inline Slice output_slice(size_t offset, size_t count) { return Slice{Buffer::output, offset, count}; }
+
+enum class StepKind : uint8_t {
+    send,    // send `src` to `peer`
+    recv,    // receive from `peer` into `dst`
+    reduce,  // dst = dst op src
+    copy,    // dst = src
+    join     // no data; completes when its dependencies have (used to merge dependencies)
+};
+const char *step_kind_name(StepKind k);
+
+using StepId = uint32_t;
+
+struct Step {
+    StepKind kind = StepKind::join;
+    uint8_t lane = 0;      // rail / channel for sends; single-lane transports ignore it
+    int32_t peer = -1;     // communicator rank (send/recv)
+    Slice dst;             // recv, reduce, copy
+    Slice src;             // send, reduce, copy
+    uint32_t first_dep = 0;  // index into Program::deps
+    uint32_t dep_count = 0;
+};
+
+// One rank's steps. Messages between a pair of ranks match in program order:
+// the k-th send from a to b is the k-th receive from a on b.
+struct Program {
+    std::vector<Step> steps;
+    std::vector<StepId> deps;  // dependency lists, referenced by Step::first_dep/dep_count
+    size_t scratch_count = 0;  // elements of scratch the program needs
+    // Derived by finalize(): who waits on whom (CSR) and the steps with no dependencies.
+    std::vector<uint32_t> dependents_begin;
+    std::vector<StepId> dependents;
+    // Sends to (and receives from) one peer are posted in program order so
+    // messages match: each such step also waits for the previous one to be
+    // posted. next_in_peer_order[id] is the step it releases (kNoStep if none).
+    std::vector<StepId> next_in_peer_order;
+    std::vector<uint32_t> initial_unmet;  // dependencies + the posting-order gate
+    static constexpr StepId kNoStep = 0xffffffffu;
+
+    size_t size() const { return steps.size(); }
+    void finalize();
+    // Structural check: dependencies point backwards, slices in bounds. Returns
+    // an empty string when valid, else what is wrong (used by tests and debug builds).
+    std::string validate(size_t input_count, size_t output_count) const;
+};
+
+using Deps = std::initializer_list<StepId>;
+
+// Appends steps to a Program and derives their dependencies from the data
+// they touch: a step that reads a region waits for the last steps that wrote
+// it; a step that writes a region waits for every earlier reader and writer.
+// Algorithms therefore state only what moves where, in program order; extra
+// ordering (a window of outstanding messages, say) is passed as explicit deps.
+// Zero-length sends/receives/copies become joins so both sides of a message
+// agree without special cases.
+class ProgramBuilder {
+  public:
+    explicit ProgramBuilder(Program &program) : p_(program) {}
+    StepId send(int peer, Slice src, Deps deps = {}, int lane = 0) { return add(StepKind::send, peer, {}, src, deps.begin(), deps.size(), lane); }
+    StepId send(int peer, Slice src, const std::vector<StepId> &deps, int lane = 0) { return add(StepKind::send, peer, {}, src, deps.data(), deps.size(), lane); }
+    StepId recv(int peer, Slice dst, Deps deps = {}) { return add(StepKind::recv, peer, dst, {}, deps.begin(), deps.size(), 0); }
+    StepId recv(int peer, Slice dst, const std::vector<StepId> &deps) { return add(StepKind::recv, peer, dst, {}, deps.data(), deps.size(), 0); }
+    StepId reduce(Slice dst, Slice src, Deps deps = {}) { return add(StepKind::reduce, -1, dst, src, deps.begin(), deps.size(), 0); }
+    StepId copy(Slice dst, Slice src, Deps deps = {}) { return add(StepKind::copy, -1, dst, src, deps.begin(), deps.size(), 0); }
+    StepId join(const std::vector<StepId> &deps) { return add(StepKind::join, -1, {}, {}, deps.data(), deps.size(), 0); }
+    // Reserves `count` elements of scratch.
+    Slice scratch(size_t count) {
+        Slice s{Buffer::scratch, p_.scratch_count, count};
+        p_.scratch_count += count;
+        return s;
+    }
+    // For in-place calls whose input lives in the output buffer at `offset`:
+    // input reads are then tracked as reads of that part of the output.
+    void alias_input_to_output(size_t offset) {
+        input_aliased_ = true;
+        input_alias_offset_ = offset;
+    }
+    Program &program() { return p_; }
+
+  private:
+    struct Access {
+        size_t begin, end;
+        StepId step;
+        bool write;
+    };
+    StepId add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps, int lane);
+    void track(const Slice &s, bool write, StepId id, std::vector<StepId> &deps);
+    Program &p_;
+    std::vector<Access> accesses_[3];  // per Buffer
+    bool input_aliased_ = false;
+    size_t input_alias_offset_ = 0;
+};
+
+// Splits `count` elements into `parts` nearly equal contiguous blocks (the
+// first count % parts blocks get one more element).
+struct BlockLayout {
+    BlockLayout() = default;
+    BlockLayout(size_t count, size_t parts);
+    explicit BlockLayout(const std::vector<size_t> &counts);  // explicit block sizes
+    size_t offset(size_t block) const { return offsets[block]; }
+    size_t count(size_t block) const { return offsets[block + 1] - offsets[block]; }
+    // Elements of blocks [first, first + n).
+    size_t span(size_t first, size_t n) const { return offsets[first + n] - offsets[first]; }
+    size_t blocks() const { return offsets.size() - 1; }
+    size_t total() const { return offsets.back(); }
+    std::vector<size_t> offsets;
+};
+
+// What a plan is built for. Plans depend on shape only, never on data.
+struct CollArgs {
+    Collective collective = Collective::allreduce;
+    int nranks = 1;
+    size_t count = 0;                 // allreduce: elements; allgather/alltoall/rs_block: per rank
+    std::vector<size_t> recv_counts;  // reduce_scatter: per rank
+    size_t elem_size = 1;             // bytes, so algorithms can size segments
+    bool in_place = false;
+    // Algorithm knobs (from the parameter table).
+    size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
+    int radix = 4;             // recursive multiplying
+    int max_outstanding = 8;   // scattered alltoall window
+
+    // Elements of the input and output buffers each rank passes.
+    size_t input_count() const;
+    size_t output_count(int rank) const;
+    // Where an in-place call's input sits inside the output buffer.
+    size_t in_place_input_offset(int rank) const;
+    std::string describe() const;
+};
+
+}  // namespace loom

@@ -1,0 +1,35 @@
+// Transports move bytes between ranks of one communicator. The executor posts
+// nonblocking sends and receives and polls them; a transport needs nothing
+// else. Messages between a pair with the same tag match in posting order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "status.hpp"
+
+namespace loom {
+
+// Opaque per-operation handle storage owned by the caller.
+struct TransportHandle {
+    alignas(8) unsigned char bytes[16];
+};
+
+class Transport {
+  public:
+    virtual ~Transport() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    virtual const char *name() const = 0;
+    // Largest tag the transport carries; the communicator cycles tags below it.
+    virtual uint32_t max_tag() const = 0;
+    virtual Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane,
+                             TransportHandle *h) = 0;
+    virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) = 0;
+    // Sets *done; a completed handle is released by the transport.
+    virtual Status test(TransportHandle *h, bool *done) = 0;
+    // Lets other work (other ranks, the MPI library) progress; called by waits.
+    virtual void progress() {}
+};
+
+}  // namespace loom
