@@ -21,6 +21,8 @@ unsigned char *Execution::address(const Slice &s) const {
 Status Execution::start() {
     const Program &p = *program_;
     unmet_ = p.initial_unmet;
+    in_flight_.assign(2 * static_cast<size_t>(transport_.size()), 0);
+    held_.assign(in_flight_.size(), Program::kNoStep);
     ready_.clear();
     ready_.reserve(16);
     for (StepId id = 0; id < p.size(); ++id)
@@ -60,6 +62,12 @@ Status Execution::run_ready() {
                 break;
             case StepKind::send:
             case StepKind::recv: {
+                const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
+                if (in_flight_[key] >= kPeerWindow) {
+                    held_[key] = id;
+                    break;
+                }
+                ++in_flight_[key];
                 Active a{id, {}};
                 Status st = s.kind == StepKind::send
                                 ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, s.lane, &a.handle)
@@ -85,6 +93,13 @@ Status Execution::progress(bool *done) {
                 const StepId id = active_[i].id;
                 active_[i] = active_.back();
                 active_.pop_back();
+                const Step &s = program_->steps[id];
+                const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
+                --in_flight_[key];
+                if (held_[key] != Program::kNoStep) {
+                    ready_.push_back(held_[key]);
+                    held_[key] = Program::kNoStep;
+                }
                 complete(id);
                 any = true;
             } else {

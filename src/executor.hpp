@@ -49,6 +49,13 @@ class Execution {
     };
     std::vector<Active> active_;
     size_t completed_ = 0;
+    // At most kPeerWindow sends (and receives) per peer are posted at once;
+    // the rest wait here in program order. Bounds the requests each poll
+    // tests, as posting thousands of segments ahead buys nothing.
+    static constexpr uint32_t kPeerWindow = 16;
+    // The posting-order gate lets at most one step per (peer, direction) wait.
+    std::vector<uint32_t> in_flight_;  // per (peer, direction)
+    std::vector<StepId> held_;         // per (peer, direction), or Program::kNoStep
 };
 
 }  // namespace loom

@@ -40,24 +40,51 @@ const char *step_kind_name(StepKind k) {
     return "?";
 }
 
+void ProgramBuilder::split_at(PieceMap &pieces, size_t at) {
+    auto it = pieces.upper_bound(at);
+    if (it == pieces.begin()) return;
+    --it;
+    if (it->first < at && at < it->second.end) {
+        Piece right = it->second;  // same writer and readers on both sides
+        it->second.end = at;
+        pieces.emplace(at, std::move(right));
+    }
+}
+
 void ProgramBuilder::track(const Slice &slice, bool write, StepId id, std::vector<StepId> &deps) {
     Slice s = slice;
+    if (s.count == 0) return;
     if (s.buffer == Buffer::input) {
         if (!input_aliased_) return;  // the input is never written: nothing to order
         s = Slice{Buffer::output, s.offset + input_alias_offset_, s.count};
     }
-    auto &list = accesses_[static_cast<int>(s.buffer)];
+    PieceMap &pieces = pieces_[static_cast<int>(s.buffer)];
     const size_t begin = s.offset, end = s.offset + s.count;
-    for (const Access &a : list)
-        if (a.step != id && a.begin < end && begin < a.end && (write || a.write)) deps.push_back(a.step);
-    if (write) {
-        // Later accesses that depend on this write depend on what it covers too.
-        size_t kept = 0;
-        for (const Access &a : list)
-            if (!(begin <= a.begin && a.end <= end)) list[kept++] = a;
-        list.resize(kept);
+    split_at(pieces, begin);
+    split_at(pieces, end);
+    // Fill the untouched gaps inside [begin, end) so every element has a piece.
+    size_t cursor = begin;
+    for (auto it = pieces.lower_bound(begin); cursor < end;) {
+        const size_t next = (it == pieces.end() || it->first >= end) ? end : it->first;
+        if (cursor < next) pieces.emplace_hint(it, cursor, Piece{next, kNoWriter, {}});
+        if (it == pieces.end() || it->first >= end) break;
+        cursor = it->second.end;
+        ++it;
     }
-    list.push_back(Access{begin, end, id, write});
+    auto first = pieces.lower_bound(begin), last = pieces.lower_bound(end);
+    for (auto it = first; it != last; ++it) {
+        Piece &piece = it->second;
+        if (piece.writer != kNoWriter && piece.writer != id) deps.push_back(piece.writer);
+        if (write)
+            for (StepId r : piece.readers)
+                if (r != id) deps.push_back(r);
+    }
+    if (write) {
+        pieces.erase(first, last);
+        pieces.emplace(begin, Piece{end, id, {}});
+    } else {
+        for (auto it = first; it != last; ++it) it->second.readers.push_back(id);
+    }
 }
 
 StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps,

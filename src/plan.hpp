@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -109,15 +110,21 @@ class ProgramBuilder {
     Program &program() { return p_; }
 
   private:
-    struct Access {
-        size_t begin, end;
-        StepId step;
-        bool write;
+    // Per buffer, the touched elements as disjoint pieces [begin, end), each
+    // with its last writer and the readers since: an access touches only the
+    // pieces it overlaps, so building stays O(steps log steps).
+    struct Piece {
+        size_t end;
+        StepId writer;  // kNoWriter when only read so far
+        std::vector<StepId> readers;
     };
+    using PieceMap = std::map<size_t, Piece>;
+    static constexpr StepId kNoWriter = 0xffffffffu;
     StepId add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps, int lane);
     void track(const Slice &s, bool write, StepId id, std::vector<StepId> &deps);
+    static void split_at(PieceMap &pieces, size_t at);
     Program &p_;
-    std::vector<Access> accesses_[3];  // per Buffer
+    PieceMap pieces_[3];  // per Buffer
     bool input_aliased_ = false;
     size_t input_alias_offset_ = 0;
 };

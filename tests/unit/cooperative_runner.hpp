@@ -1,6 +1,6 @@
 // Runs every rank of a plan in one thread, round-robin over the in-process
-// transport (sends are eager, so any interleaving completes). Deterministic
-// and cheap: the exhaustive algorithm matrix uses it.
+// transport. Deterministic and cheap: the exhaustive algorithm matrix uses it,
+// under both the eager and the rendezvous protocol.
 #pragma once
 #include <memory>
 #include <string>
@@ -13,46 +13,65 @@
 namespace loom::testing {
 
 struct RankBuffers {
-    std::vector<unsigned char> input;   // the rank's send buffer (empty for in-place)
+    std::vector<unsigned char> input;   // the rank's send buffer (unused in place)
     std::vector<unsigned char> output;  // the rank's receive buffer
 };
 
-// Runs `algo` for `args` on all ranks. Returns an empty string on success,
-// else what went wrong (validation failure, executor error, stuck plan).
-inline std::string run_all_ranks(const AlgorithmInfo &algo, const CollArgs &args, ReduceFn reduce,
-                                 std::vector<RankBuffers> &bufs) {
+// The programs of all ranks for one call, built and validated once and then
+// run with many datatypes and ops.
+struct PlanSet {
+    const AlgorithmInfo *algo = nullptr;
+    CollArgs args;
+    std::vector<std::shared_ptr<const Program>> programs;
+    std::string error;  // validation failure, if any
+};
+
+inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args) {
+    PlanSet set;
+    set.algo = &algo;
+    set.args = args;
+    for (int r = 0; r < args.nranks; ++r) {
+        auto program = std::make_shared<Program>(build_program(algo, args, r));
+        std::string bad = program->validate(args.input_count(), args.output_count(r));
+        if (!bad.empty() && set.error.empty()) set.error = "rank " + std::to_string(r) + ": " + bad;
+        set.programs.push_back(std::move(program));
+    }
+    return set;
+}
+
+// Runs the plans; returns an empty string on success, else what went wrong.
+inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
+                             InProcessProtocol protocol = InProcessProtocol::eager) {
+    if (!set.error.empty()) return set.error;
+    const CollArgs &args = set.args;
     const int p = args.nranks;
-    InProcessFabric fabric(p);
+    InProcessFabric fabric(p, protocol);
     std::vector<std::unique_ptr<Transport>> transports;
     std::vector<std::unique_ptr<Execution>> execs;
     std::vector<std::vector<unsigned char>> scratch(p), snapshot(p);
     for (int r = 0; r < p; ++r) {
-        auto program = std::make_shared<Program>(build_program(algo, args, r));
-        const size_t in_count = args.input_count(), out_count = args.output_count(r);
-        std::string bad = program->validate(in_count, out_count);
-        if (!bad.empty()) return "rank " + std::to_string(r) + ": " + bad;
         transports.push_back(fabric.endpoint(r));
-        scratch[r].resize(program->scratch_count * args.elem_size + 1);
+        scratch[r].resize(set.programs[r]->scratch_count * args.elem_size + 1);
         ExecutionBuffers eb;
         eb.output = bufs[r].output.data();
         eb.scratch = scratch[r].data();
         eb.elem_size = args.elem_size;
         eb.reduce = reduce;
+        const unsigned char *in_place_at = bufs[r].output.data() + args.in_place_input_offset(r) * args.elem_size;
         if (!args.in_place) {
             eb.input = bufs[r].input.data();
-        } else if (algo.in_place_aliasing_safe) {
-            eb.input = bufs[r].output.data() + args.in_place_input_offset(r) * args.elem_size;
+        } else if (set.algo->in_place_aliasing_safe) {
+            eb.input = in_place_at;
         } else {
-            const unsigned char *at = bufs[r].output.data() + args.in_place_input_offset(r) * args.elem_size;
-            snapshot[r].assign(at, at + in_count * args.elem_size);
+            snapshot[r].assign(in_place_at, in_place_at + args.input_count() * args.elem_size);
             eb.input = snapshot[r].data();
         }
-        execs.push_back(std::make_unique<Execution>(program, *transports[r], 7, eb));
+        execs.push_back(std::make_unique<Execution>(set.programs[r], *transports[r], 7, eb));
     }
     for (int r = 0; r < p; ++r)
-        if (execs[r]->start() != LOOM_SUCCESS) return "start failed on rank " + std::to_string(r) + ": " + last_error_message();
-    // Sends are eager, so a full round in which no rank completes a step means
-    // no rank ever will: the plan deadlocks.
+        if (execs[r]->start() != LOOM_SUCCESS)
+            return "start failed on rank " + std::to_string(r) + ": " + last_error_message();
+    // A full round in which no rank completes a step means no rank ever will.
     for (;;) {
         bool all_done = true;
         size_t moved = 0;
@@ -75,6 +94,12 @@ inline std::string run_all_ranks(const AlgorithmInfo &algo, const CollArgs &args
     }
     if (fabric.undelivered() != 0) return std::to_string(fabric.undelivered()) + " messages left unmatched";
     return {};
+}
+
+inline std::string run_all_ranks(const AlgorithmInfo &algo, const CollArgs &args, ReduceFn reduce,
+                                 std::vector<RankBuffers> &bufs,
+                                 InProcessProtocol protocol = InProcessProtocol::eager) {
+    return run_plans(build_plans(algo, args), reduce, bufs, protocol);
 }
 
 }  // namespace loom::testing

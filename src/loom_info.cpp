@@ -1,0 +1,101 @@
+// loom-info: what this Loom build offers. Algorithms with their restrictions
+// (like ucc_info -A), every parameter with its default, level and help (like
+// fi_info -e), the datatypes and the operations defined on them.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "algorithm.hpp"
+#include "datatype.hpp"
+#include "params.hpp"
+
+using namespace loom;
+
+namespace {
+
+void usage(FILE *f) {
+    std::fprintf(f,
+                 "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-v|--version] [-h|--help]\n"
+                 "With no option, prints everything. See loom-info(1).\n");
+}
+
+void print_algorithms() {
+    std::printf("# Algorithms (force one with LOOM_<COLLECTIVE>_ALGORITHM=<name>)\n");
+    for (int c = 0; c < kCollectiveCount; ++c) {
+        const Collective coll = static_cast<Collective>(c);
+        std::printf("\n%s:\n", collective_name(coll));
+        for (const AlgorithmInfo *a : algorithms_for(coll)) {
+            std::printf("  %-22s %s\n", a->name, a->description);
+            std::printf("  %-22s restrictions: %s\n", "", a->restrictions);
+        }
+    }
+}
+
+const char *type_name(ParamType t) {
+    switch (t) {
+        case ParamType::algorithm: return "algorithm";
+        case ParamType::size: return "size";
+        case ParamType::integer: return "integer";
+    }
+    return "?";
+}
+
+void print_params() {
+    std::printf("# Parameters (environment LOOM_<NAME>, or loom_comm_set_param(comm, name, value))\n\n");
+    for (const ParamSpec &s : param_table()) {
+        std::printf("  %s  (%s, default \"%s\", level %d, env %s)\n", s.name, type_name(s.type), s.default_value,
+                    s.level, param_env_name(s).c_str());
+        std::printf("      %s\n", s.help);
+        if (s.type == ParamType::algorithm)
+            std::printf("      values: auto, %s\n", algorithm_names(s.collective).c_str());
+        else
+            std::printf("      range: [%lld, %lld]\n", s.min_value, s.max_value);
+    }
+}
+
+void print_datatypes() {
+    std::printf("# Datatypes and the operations defined on them\n\n");
+    for (int t = 0; t < LOOM_DATATYPE_COUNT; ++t) {
+        const DatatypeInfo *info = datatype_info(static_cast<loom_datatype_t>(t));
+        std::string ops;
+        for (int o = 0; o < LOOM_OP_COUNT; ++o)
+            if (reduction_kernel(static_cast<loom_datatype_t>(t), static_cast<loom_op_t>(o)))
+                ops += std::string(ops.empty() ? "" : " ") + op_name(static_cast<loom_op_t>(o));
+        std::printf("  %-20s %-26s %3zu B  %s\n", info->name, info->mpi_name, info->size, ops.c_str());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    bool algorithms = false, params = false, datatypes = false;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!std::strcmp(a, "-a") || !std::strcmp(a, "--algorithms")) algorithms = true;
+        else if (!std::strcmp(a, "-p") || !std::strcmp(a, "--params")) params = true;
+        else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--datatypes")) datatypes = true;
+        else if (!std::strcmp(a, "-v") || !std::strcmp(a, "--version")) {
+            std::printf("loom %d.%d.%d\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
+            return 0;
+        } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            std::fprintf(stderr, "loom-info: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!algorithms && !params && !datatypes) algorithms = params = datatypes = true;
+    std::printf("Loom %d.%d.%d\n\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
+    if (algorithms) print_algorithms();
+    if (params) {
+        if (algorithms) std::printf("\n");
+        print_params();
+    }
+    if (datatypes) {
+        if (algorithms || params) std::printf("\n");
+        print_datatypes();
+    }
+    return 0;
+}

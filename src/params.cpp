@@ -1,0 +1,129 @@
+#include "params.hpp"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "algorithm.hpp"
+
+namespace loom {
+
+const std::vector<ParamSpec> &param_table() {
+    static const std::vector<ParamSpec> table = {
+        {kParamAllreduceAlgorithm, "allreduce_algorithm", ParamType::algorithm, "auto", 2,
+         "Allreduce algorithm by name, or auto to let the selector choose", 0, 0, Collective::allreduce},
+        {kParamReduceScatterAlgorithm, "reduce_scatter_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter algorithm by name, or auto", 0, 0, Collective::reduce_scatter},
+        {kParamReduceScatterBlockAlgorithm, "reduce_scatter_block_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter_block algorithm by name, or auto", 0, 0, Collective::reduce_scatter_block},
+        {kParamAllgatherAlgorithm, "allgather_algorithm", ParamType::algorithm, "auto", 2,
+         "Allgather algorithm by name, or auto", 0, 0, Collective::allgather},
+        {kParamAlltoallAlgorithm, "alltoall_algorithm", ParamType::algorithm, "auto", 2,
+         "Alltoall algorithm by name, or auto", 0, 0, Collective::alltoall},
+        {kParamSegmentSize, "segment_size", ParamType::size, "256KiB", 5,
+         "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes",
+         0, 1LL << 40, Collective::allreduce},
+        {kParamKnomialRadix, "knomial_radix", ParamType::integer, "4", 5,
+         "Radix k of recursive_multiplying allreduce", 2, 64, Collective::allreduce},
+        {kParamAlltoallMaxOutstanding, "alltoall_max_outstanding", ParamType::integer, "8", 5,
+         "Most sends and receives in flight per rank in the scattered alltoall", 1, 1 << 20, Collective::alltoall},
+        {kParamPlanCacheEntries, "plan_cache_entries", ParamType::integer, "128", 6,
+         "Plans kept per communicator (least recently used are dropped); 0 disables the cache", 0, 1 << 20,
+         Collective::allreduce},
+        {kParamVerbose, "verbose", ParamType::integer, "0", 2,
+         "0 silent; 1 reports errors and each algorithm choice once; 2 every call", 0, 100, Collective::allreduce},
+    };
+    return table;
+}
+
+const ParamSpec *find_param(const std::string &name) {
+    for (const ParamSpec &s : param_table())
+        if (name == s.name) return &s;
+    return nullptr;
+}
+
+std::string param_env_name(const ParamSpec &spec) {
+    std::string env = "LOOM_";
+    for (const char *c = spec.name; *c; ++c) env += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    return env;
+}
+
+bool parse_size(const std::string &text, long long *out) {
+    if (text.empty()) return false;
+    size_t pos = 0;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    if (pos == 0 || pos > 15) return false;
+    long long v = std::stoll(text.substr(0, pos));
+    std::string suffix = text.substr(pos);
+    for (char &c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    long long mult = 1;
+    if (suffix.empty() || suffix == "b") mult = 1;
+    else if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1LL << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1LL << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1LL << 30;
+    else return false;
+    *out = v * mult;
+    return true;
+}
+
+Config::Config() {
+    for (const ParamSpec &s : param_table()) {
+        Status st = set(s.name, s.default_value);
+        (void)st;  // defaults are valid by construction (tested)
+    }
+}
+
+Status Config::set(const std::string &name, const std::string &value) {
+    const ParamSpec *spec = find_param(name);
+    if (!spec) {
+        std::string names;
+        for (const ParamSpec &s : param_table()) names += std::string(names.empty() ? "" : ", ") + s.name;
+        return fail(LOOM_ERR_UNKNOWN_PARAMETER, "unknown parameter '" + name + "' (known: " + names + ")");
+    }
+    switch (spec->type) {
+        case ParamType::algorithm:
+            if (value != "auto" && !find_algorithm(spec->collective, value))
+                return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(spec->collective)) +
+                                                            " has no algorithm '" + value + "' (set by " + name +
+                                                            "); known: auto, " + algorithm_names(spec->collective));
+            break;
+        case ParamType::size:
+        case ParamType::integer: {
+            long long v = 0;
+            bool ok = spec->type == ParamType::size ? parse_size(value, &v) : false;
+            if (spec->type == ParamType::integer) {
+                char *end = nullptr;
+                v = std::strtoll(value.c_str(), &end, 10);
+                ok = !value.empty() && end && *end == '\0';
+            }
+            if (!ok || v < spec->min_value || v > spec->max_value)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                            "parameter " + name + " = '" + value + "' is not " +
+                                (spec->type == ParamType::size ? "a size" : "an integer") + " in [" +
+                                std::to_string(spec->min_value) + ", " + std::to_string(spec->max_value) + "]");
+            values_[spec->id] = v;
+            break;
+        }
+    }
+    raw_[spec->id] = value;
+    return LOOM_SUCCESS;
+}
+
+Status Config::load_environment() {
+    for (const ParamSpec &s : param_table()) {
+        const char *v = std::getenv(param_env_name(s).c_str());
+        if (!v) continue;
+        Status st = set(s.name, v);
+        if (st != LOOM_SUCCESS)
+            return fail(st, std::string("environment variable ") + param_env_name(s) + ": " + last_error_message());
+    }
+    return LOOM_SUCCESS;
+}
+
+const std::string &Config::forced_algorithm(Collective c) const {
+    static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm, kParamReduceScatterAlgorithm,
+                                                  kParamReduceScatterBlockAlgorithm, kParamAllgatherAlgorithm,
+                                                  kParamAlltoallAlgorithm};
+    return raw_[ids[static_cast<int>(c)]];
+}
+
+}  // namespace loom

@@ -1,0 +1,108 @@
+#include "selector.hpp"
+
+#include "fold.hpp"
+
+namespace loom {
+namespace {
+
+std::string bytes_text(size_t b) {
+    if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
+    if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+    return std::to_string(b) + " B";
+}
+
+}  // namespace
+
+std::vector<const char *> default_preference(const CollArgs &a, std::string *why) {
+    // Thresholds follow the alpha-beta costs: latency-bound algorithms
+    // (log p rounds) below, bandwidth-optimal ones (ring, pairwise) above.
+    const size_t elem = a.elem_size;
+    switch (a.collective) {
+        case Collective::allreduce: {
+            const size_t bytes = a.count * elem;
+            if (bytes <= 16 * 1024) {
+                *why = "vector " + bytes_text(bytes) + " <= 16 KiB: latency-bound";
+                return {"recursive_doubling", "ring"};
+            }
+            if (bytes <= 512 * 1024 || a.count < static_cast<size_t>(a.nranks) * 4) {
+                *why = "vector " + bytes_text(bytes) + " <= 512 KiB";
+                return {"rabenseifner", "ring"};
+            }
+            *why = "vector " + bytes_text(bytes) + " > 512 KiB: bandwidth-bound";
+            return {"ring", "rabenseifner"};
+        }
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block: {
+            const size_t bytes = a.input_count() * elem;
+            if (bytes <= 64 * 1024) {
+                *why = "input " + bytes_text(bytes) + " <= 64 KiB";
+                return {"recursive_halving", "ring"};
+            }
+            *why = "input " + bytes_text(bytes) + " > 64 KiB: bandwidth-bound";
+            return {"ring", "pairwise"};
+        }
+        case Collective::allgather: {
+            const size_t bytes = a.count * elem * a.nranks;
+            if (bytes <= 64 * 1024) {
+                *why = "result " + bytes_text(bytes) + " <= 64 KiB";
+                return is_power_of_two(a.nranks) ? std::vector<const char *>{"recursive_doubling", "bruck"}
+                                                 : std::vector<const char *>{"bruck", "ring"};
+            }
+            *why = "result " + bytes_text(bytes) + " > 64 KiB: bandwidth-bound";
+            return {"ring", "bruck"};
+        }
+        case Collective::alltoall: {
+            const size_t block = a.count * elem;
+            if (block <= 256 && a.nranks > 4) {
+                *why = "blocks of " + bytes_text(block) + " <= 256 B on " + std::to_string(a.nranks) + " ranks";
+                return {"bruck", "scattered"};
+            }
+            if (block <= 32 * 1024) {
+                *why = "blocks of " + bytes_text(block) + " <= 32 KiB";
+                return {"scattered", "pairwise"};
+            }
+            *why = "blocks of " + bytes_text(block) + " > 32 KiB";
+            return {"pairwise", "scattered"};
+        }
+    }
+    return {};
+}
+
+Status select_algorithm(const Config &config, const CollArgs &args, Selection *out) {
+    const Collective c = args.collective;
+    const std::string &forced = config.forced_algorithm(c);
+    if (forced != "auto") {
+        const AlgorithmInfo *algo = find_algorithm(c, forced);
+        if (!algo)
+            return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(c)) + " has no algorithm '" + forced +
+                                                        "'; known: auto, " + algorithm_names(c));
+        std::string why_not = algo->not_applicable(args);
+        if (!why_not.empty())
+            return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, std::string(collective_name(c)) + " algorithm '" + forced +
+                                                               "' (forced) cannot run " + args.describe() + ": " +
+                                                               why_not + "; unset it or choose another of: " +
+                                                               algorithm_names(c));
+        out->algorithm = algo;
+        out->why = "forced";
+        return LOOM_SUCCESS;
+    }
+    std::string why;
+    for (const char *name : default_preference(args, &why)) {
+        const AlgorithmInfo *algo = find_algorithm(c, name);
+        if (algo && algo->not_applicable(args).empty()) {
+            out->algorithm = algo;
+            out->why = "default rule: " + why;
+            return LOOM_SUCCESS;
+        }
+    }
+    for (const AlgorithmInfo *algo : algorithms_for(c)) {  // nothing preferred applies: first that does
+        if (algo->not_applicable(args).empty()) {
+            out->algorithm = algo;
+            out->why = "first applicable";
+            return LOOM_SUCCESS;
+        }
+    }
+    return fail(LOOM_ERR_INTERNAL, std::string("no ") + collective_name(c) + " algorithm applies to " + args.describe());
+}
+
+}  // namespace loom

@@ -1,0 +1,124 @@
+#include "transport_mpi.hpp"
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+namespace loom {
+namespace {
+
+// MPI counts are ints: messages above INT_MAX bytes go as a run of 1 MiB
+// units plus a remainder, two requests under one handle.
+constexpr size_t kUnitBytes = size_t{1} << 20;
+
+struct HandlePair {
+    MPI_Request bulk;
+    MPI_Request rest;
+};
+static_assert(sizeof(HandlePair) <= sizeof(TransportHandle), "two MPI requests fit a transport handle");
+
+Status mpi_error(int rc, const char *what, int peer) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    return fail(LOOM_ERR_TRANSPORT, std::string(what) + " with rank " + std::to_string(peer) + " failed: " +
+                                        std::string(text, len));
+}
+
+class MpiTransport final : public Transport {
+  public:
+    MpiTransport(MPI_Comm comm, int rank, int size, uint32_t max_tag, MPI_Datatype unit)
+        : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag), unit_(unit) {}
+    ~MpiTransport() override {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) {
+            MPI_Comm_free(&comm_);
+            MPI_Type_free(&unit_);
+        }
+    }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const char *name() const override { return "mpi"; }
+    uint32_t max_tag() const override { return max_tag_; }
+
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
+        HandlePair pair{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
+        const size_t rest = bytes - units * kUnitBytes;
+        int rc = MPI_SUCCESS;
+        if (units) rc = MPI_Isend(buf, static_cast<int>(units), unit_, peer, static_cast<int>(tag), comm_, &pair.bulk);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Isend(static_cast<const char *>(buf) + units * kUnitBytes, static_cast<int>(rest), MPI_BYTE, peer,
+                           static_cast<int>(tag), comm_, &pair.rest);
+        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Isend", peer);
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        return LOOM_SUCCESS;
+    }
+
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
+        HandlePair pair{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
+        const size_t rest = bytes - units * kUnitBytes;
+        int rc = MPI_SUCCESS;
+        if (units) rc = MPI_Irecv(buf, static_cast<int>(units), unit_, peer, static_cast<int>(tag), comm_, &pair.bulk);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Irecv(static_cast<char *>(buf) + units * kUnitBytes, static_cast<int>(rest), MPI_BYTE, peer,
+                           static_cast<int>(tag), comm_, &pair.rest);
+        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Irecv", peer);
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        return LOOM_SUCCESS;
+    }
+
+    Status test(TransportHandle *h, bool *done) override {
+        HandlePair pair;
+        std::memcpy(&pair, h->bytes, sizeof(pair));
+        int flag_bulk = 1, flag_rest = 1;
+        int rc = MPI_SUCCESS;
+        if (pair.bulk != MPI_REQUEST_NULL) rc = MPI_Test(&pair.bulk, &flag_bulk, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && pair.rest != MPI_REQUEST_NULL) rc = MPI_Test(&pair.rest, &flag_rest, MPI_STATUS_IGNORE);
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Test", -1);
+        *done = flag_bulk && flag_rest;
+        return LOOM_SUCCESS;
+    }
+
+  private:
+    MPI_Comm comm_;
+    int rank_, size_;
+    uint32_t max_tag_;
+    MPI_Datatype unit_;
+};
+
+}  // namespace
+
+Status make_mpi_transport(MPI_Comm user_comm, std::unique_ptr<Transport> *out) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "MPI is not initialized (call MPI_Init before loom_comm_create)");
+    if (user_comm == MPI_COMM_NULL) return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is MPI_COMM_NULL");
+    int inter = 0;
+    if (MPI_Comm_test_inter(user_comm, &inter) != MPI_SUCCESS)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator handle is not valid");
+    if (inter) return fail(LOOM_ERR_INVALID_ARGUMENT, "intercommunicators are not supported; use an intracommunicator");
+    MPI_Comm dup;
+    int rc = MPI_Comm_dup(user_comm, &dup);
+    if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup", -1);
+    // Loom reports errors as status codes; it must not abort the job.
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    int rank, size, flag = 0;
+    MPI_Comm_rank(dup, &rank);
+    MPI_Comm_size(dup, &size);
+    int *tag_ub = nullptr;
+    MPI_Comm_get_attr(dup, MPI_TAG_UB, &tag_ub, &flag);
+    const uint32_t max_tag = flag && tag_ub ? static_cast<uint32_t>(*tag_ub) : 32767u;
+    MPI_Datatype unit;
+    MPI_Type_contiguous(static_cast<int>(kUnitBytes), MPI_BYTE, &unit);
+    MPI_Type_commit(&unit);
+    *out = std::make_unique<MpiTransport>(dup, rank, size, max_tag, unit);
+    return LOOM_SUCCESS;
+}
+
+}  // namespace loom

@@ -1,0 +1,102 @@
+/* Bad input through the C API: each case must return the right status code
+ * with a message that names the problem, and never crash or hang. */
+#include <loom.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, failures, cases;
+
+static void expect(int got, int want, const char *needle, const char *what) {
+    ++cases;
+    const char *msg = loom_last_error();
+    if (got != want || (needle && !strstr(msg, needle))) {
+        ++failures;
+        fprintf(stderr, "[rank %d] FAIL %s: got %s (%d) \"%s\", want %s%s%s\n", rank, what, loom_strerror(got), got, msg,
+                loom_strerror(want), needle ? " mentioning " : "", needle ? needle : "");
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    loom_comm_t comm = NULL;
+    int buf[64] = {0}, out[64 * 8] = {0};
+
+    /* A bad LOOM_* variable is reported by loom_comm_create. */
+    setenv("LOOM_ALLREDUCE_ALGORITHM", "no_such_algorithm", 1);
+    expect(loom_comm_create(MPI_COMM_WORLD, &comm), LOOM_ERR_UNKNOWN_ALGORITHM, "LOOM_ALLREDUCE_ALGORITHM",
+           "env with unknown algorithm");
+    unsetenv("LOOM_ALLREDUCE_ALGORITHM");
+    expect(loom_comm_create(MPI_COMM_NULL, &comm), LOOM_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL", "null communicator");
+    expect(loom_comm_create(MPI_COMM_WORLD, NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "null out pointer");
+    if (loom_comm_create(MPI_COMM_WORLD, &comm) != LOOM_SUCCESS) {
+        fprintf(stderr, "cannot create a communicator: %s\n", loom_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    expect(loom_allreduce(NULL, out, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "sendbuf", "null sendbuf");
+    expect(loom_allreduce(buf, NULL, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "recvbuf", "null recvbuf");
+    expect(loom_allreduce(buf, buf, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "LOOM_IN_PLACE",
+           "aliased buffers without in-place");
+    expect(loom_allreduce(buf, out, -1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "negative", "negative count");
+    expect(loom_allreduce(buf, out, INT64_MAX / 2, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "too large",
+           "huge count");
+    expect(loom_allgather(buf, out, INT64_MAX / 4, LOOM_DOUBLE, comm), LOOM_ERR_INVALID_COUNT, "too large",
+           "huge allgather count");
+    expect(loom_allreduce(buf, out, 4, (loom_datatype_t)999, LOOM_SUM, comm), LOOM_ERR_INVALID_DATATYPE, "999",
+           "unknown datatype");
+    expect(loom_allreduce(buf, out, 4, LOOM_INT, (loom_op_t)77, comm), LOOM_ERR_INVALID_OP, "77", "unknown op");
+    expect(loom_allreduce(buf, out, 4, LOOM_C_FLOAT_COMPLEX, LOOM_MIN, comm), LOOM_ERR_INVALID_OP, "float_complex",
+           "op undefined for type");
+    expect(loom_allreduce(buf, out, 4, LOOM_INT, LOOM_SUM, NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "null comm");
+    expect(loom_reduce_scatter(buf, out, NULL, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "recvcounts",
+           "null recvcounts");
+    int64_t bad_counts[64];
+    for (int i = 0; i < 64; ++i) bad_counts[i] = 1;
+    bad_counts[size - 1] = -5;
+    expect(loom_reduce_scatter(buf, out, bad_counts, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "recvcounts[",
+           "negative recvcount");
+    expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "bogus",
+           "set unknown algorithm");
+    expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "rabenseifner",
+           "error lists the known algorithms");
+    expect(loom_comm_set_param(comm, "no_such_param", "1"), LOOM_ERR_UNKNOWN_PARAMETER, "no_such_param",
+           "unknown parameter");
+    expect(loom_comm_set_param(comm, "segment_size", "-3"), LOOM_ERR_INVALID_PARAMETER_VALUE, "segment_size",
+           "bad parameter value");
+    expect(loom_iallreduce(buf, out, 4, LOOM_INT, LOOM_SUM, comm, NULL), LOOM_ERR_INVALID_ARGUMENT, "request",
+           "null request pointer");
+    expect(loom_wait(NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "wait on null");
+    int done;
+    expect(loom_test(NULL, &done), LOOM_ERR_INVALID_ARGUMENT, "NULL", "test on null");
+
+    /* A forced algorithm that cannot run this size: an error on every rank, no hang. */
+    if (size > 1 && (size & (size - 1)) != 0) {
+        expect(loom_comm_set_param(comm, "allgather_algorithm", "recursive_doubling"), LOOM_SUCCESS, NULL,
+               "force restricted algorithm");
+        expect(loom_allgather(buf, out, 1, LOOM_INT, comm), LOOM_ERR_ALGORITHM_NOT_APPLICABLE, "power-of-two",
+               "inapplicable forced algorithm");
+        loom_comm_set_param(comm, "allgather_algorithm", "auto");
+    }
+    /* After all of this the communicator still works. */
+    for (int i = 0; i < 4; ++i) buf[i] = rank + 1;
+    expect(loom_allreduce(buf, out, 4, LOOM_INT, LOOM_SUM, comm), LOOM_SUCCESS, NULL, "valid call after errors");
+    ++cases;
+    if (out[3] != size * (size + 1) / 2) {
+        ++failures;
+        fprintf(stderr, "[rank %d] FAIL: allreduce after errors gave %d\n", rank, out[3]);
+    }
+    expect(loom_comm_free(&comm), LOOM_SUCCESS, NULL, "free");
+    expect(loom_comm_free(&comm), LOOM_ERR_INVALID_ARGUMENT, "NULL", "double free is an error, not a crash");
+
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_mpi_errors np=%d: %d cases per rank, %d failures\n", size, cases, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+// The default selection and the forced-name path, including its errors.
+#include <gtest/gtest.h>
+
+#include "selector.hpp"
+
+namespace loom {
+namespace {
+
+CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
+    CollArgs a;
+    a.collective = c;
+    a.nranks = p;
+    a.count = count;
+    a.elem_size = elem;
+    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
+    return a;
+}
+
+std::string chosen(const Config &config, const CollArgs &a) {
+    Selection s;
+    EXPECT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS) << last_error_message();
+    return s.algorithm ? s.algorithm->name : "";
+}
+
+TEST(Selector, DefaultsFollowMessageSize) {
+    Config c;
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 2)), "recursive_doubling");
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 64 * 1024)), "rabenseifner");
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 1 << 20)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::reduce_scatter_block, 4, 8)), "recursive_halving");
+    EXPECT_EQ(chosen(c, args(Collective::reduce_scatter, 4, 1 << 18)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 16)), "recursive_doubling");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 6, 16)), "bruck");  // recursive doubling needs 2^k
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 1 << 20)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::alltoall, 16, 4)), "bruck");
+    EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1024)), "scattered");
+    EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1 << 20)), "pairwise");
+}
+
+TEST(Selector, EveryDefaultChoiceIsApplicable) {
+    Config c;
+    for (int coll = 0; coll < kCollectiveCount; ++coll)
+        for (int p = 1; p <= 33; ++p)
+            for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 20}) {
+                CollArgs a = args(static_cast<Collective>(coll), p, count);
+                Selection s;
+                ASSERT_EQ(select_algorithm(c, a, &s), LOOM_SUCCESS) << a.describe();
+                EXPECT_EQ(s.algorithm->not_applicable(a), "") << a.describe();
+            }
+}
+
+TEST(Selector, ForcedNameWinsAndInapplicableIsAClearError) {
+    Config c;
+    ASSERT_EQ(c.set("allgather_algorithm", "recursive_doubling"), LOOM_SUCCESS);
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 1 << 20)), "recursive_doubling");
+    Selection s;
+    EXPECT_EQ(select_algorithm(c, args(Collective::allgather, 6, 4), &s), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+    const std::string msg = last_error_message();
+    EXPECT_NE(msg.find("recursive_doubling"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("p=6"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace loom
