@@ -48,10 +48,11 @@ Status Request::wait() {
 
 Status Communicator::progress_all() {
     Status first_error = LOOM_SUCCESS;
-    // advance() may remove requests from active_: iterate over a snapshot.
-    const std::vector<Request *> snapshot = active_;
-    for (Request *r : snapshot) {
-        Status st = r->advance();
+    // advance() removes a finished request from active_: walk backwards so
+    // removals never skip one.
+    for (size_t i = active_.size(); i-- > 0;) {
+        if (i >= active_.size()) continue;
+        Status st = active_[i]->advance();
         if (st != LOOM_SUCCESS && first_error == LOOM_SUCCESS) first_error = st;
     }
     return first_error;
