@@ -86,26 +86,31 @@ Status Execution::progress(bool *done) {
     for (;;) {
         LOOM_RETURN_IF_ERROR(run_ready());
         bool any = false;
-        for (size_t i = 0; i < active_.size();) {
-            bool finished = false;
-            LOOM_RETURN_IF_ERROR(transport_.test(&active_[i].handle, &finished));
-            if (finished) {
-                const StepId id = active_[i].id;
-                active_[i] = active_.back();
-                active_.pop_back();
-                const Step &s = program_->steps[id];
-                const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
-                --in_flight_[key];
-                if (held_[key] != Program::kNoStep) {
-                    ready_.push_back(held_[key]);
-                    held_[key] = Program::kNoStep;
-                }
-                complete(id);
-                any = true;
-            } else {
-                ++i;
+        if (active_.empty()) break;  // run_ready() left nothing ready and nothing in flight
+        handles_.clear();
+        for (Active &a : active_) handles_.push_back(&a.handle);
+        done_flags_.assign(active_.size(), 0);
+        LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data()));
+        // Retire completed operations, keeping the others in posting order.
+        size_t kept = 0;
+        const size_t n = active_.size();
+        for (size_t i = 0; i < n; ++i) {
+            if (!done_flags_[i]) {
+                active_[kept++] = active_[i];
+                continue;
             }
+            const StepId id = active_[i].id;
+            const Step &s = program_->steps[id];
+            const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
+            --in_flight_[key];
+            if (held_[key] != Program::kNoStep) {
+                ready_.push_back(held_[key]);
+                held_[key] = Program::kNoStep;
+            }
+            complete(id);
+            any = true;
         }
+        active_.resize(kept);
         // Completions may have readied new steps; loop until nothing moves.
         if (!any && ready_.empty()) break;
     }

@@ -48,6 +48,8 @@ class Execution {
         TransportHandle handle;
     };
     std::vector<Active> active_;
+    std::vector<TransportHandle *> handles_;  // scratch for test_many
+    std::vector<unsigned char> done_flags_;   // bool per active operation
     size_t completed_ = 0;
     // At most kPeerWindow sends (and receives) per peer are posted at once;
     // the rest wait here in program order. Bounds the requests each poll

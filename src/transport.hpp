@@ -28,6 +28,16 @@ class Transport {
     virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) = 0;
     // Sets *done; a completed handle is released by the transport.
     virtual Status test(TransportHandle *h, bool *done) = 0;
+    // Tests n handles at once (done[i] for each). Transports whose every test
+    // drives a progress engine (MPI) override it to drive it once per poll.
+    virtual Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) {
+        for (size_t i = 0; i < n; ++i) {
+            bool d = false;
+            LOOM_RETURN_IF_ERROR(test(hs[i], &d));
+            done[i] = d;
+        }
+        return LOOM_SUCCESS;
+    }
     // Lets other work (other ranks, the MPI library) progress; called by waits.
     virtual void progress() {}
 };

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace loom {
 namespace {
@@ -83,7 +84,25 @@ class MpiTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+        // One MPI_Testall-style sweep: MPI_Testsome progresses the library once
+        // for all requests instead of once per request.
+        requests_.resize(2 * n);
+        for (size_t i = 0; i < n; ++i) std::memcpy(&requests_[2 * i], hs[i]->bytes, sizeof(HandlePair));
+        indices_.resize(2 * n);
+        int outcount = 0;
+        int rc = MPI_Testsome(static_cast<int>(2 * n), requests_.data(), &outcount, indices_.data(), MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Testsome", -1);
+        for (size_t i = 0; i < n; ++i) {
+            std::memcpy(hs[i]->bytes, &requests_[2 * i], sizeof(HandlePair));
+            done[i] = requests_[2 * i] == MPI_REQUEST_NULL && requests_[2 * i + 1] == MPI_REQUEST_NULL;
+        }
+        return LOOM_SUCCESS;
+    }
+
   private:
+    std::vector<MPI_Request> requests_;
+    std::vector<int> indices_;
     MPI_Comm comm_;
     int rank_, size_;
     uint32_t max_tag_;

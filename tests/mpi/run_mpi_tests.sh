@@ -4,7 +4,8 @@
 # blocking the suite. Skips (exit 77) when no launcher was found.
 set -u
 MPIEXEC=${MPIEXEC:-mpirun}
-dir=$(dirname "$0")
+# The test programs are built in the build tree, not beside this script.
+dir=${top_builddir:-.}/tests/mpi
 if ! command -v "$MPIEXEC" >/dev/null 2>&1; then
     echo "SKIP: no MPI launcher ($MPIEXEC) found"
     exit 77
