@@ -84,7 +84,10 @@ int main(int argc, char **argv) {
                 // Enough inner iterations for ~2 ms per sample.
                 const int inner = std::max<int>(1, static_cast<int>((4u << 20) / std::max<size_t>(bytes, 1)));
                 std::vector<double> t_reduce, t_copy;
-                for (int rep = 0; rep < 15; ++rep) {
+                fn(dst.data(), src.data(), n);  // warm caches and TLBs before timing
+                std::memcpy(cdst.data(), src.data(), n * info->size);
+                fill_valid(dst, type);
+                for (int rep = 0; rep < 21; ++rep) {
                     auto t0 = Clock::now();
                     for (int i = 0; i < inner; ++i) fn(dst.data(), src.data(), n);
                     t_reduce.push_back(seconds_since(t0) / inner);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "loom.h"
+#include "reduced_float.hpp"
 #include "status.hpp"
 
 namespace loom {
@@ -37,11 +38,6 @@ ReduceFn reduction_kernel(loom_datatype_t type, loom_op_t op);
 Status check_datatype(loom_datatype_t type);
 Status check_reduction(loom_datatype_t type, loom_op_t op);
 
-// IEEE binary16 and bfloat16 conversions, round to nearest even.
-uint16_t float_to_fp16(float f);
-float fp16_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);
-float bf16_to_float(uint16_t h);
 
 // Value/index pair layouts as MPI defines them (C struct layout).
 struct FloatInt { float value; int index; };
