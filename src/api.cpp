@@ -72,13 +72,10 @@ Status start_call(loom_comm_t comm, const CollArgs &args, const void *sendbuf, v
     call.recvbuf = recvbuf;
     call.type = type;
     call.op = op;
-    return c.start(full, call, req);
+    // No request wanted: a blocking call, run on the communicator's reusable request.
+    return req ? c.start(full, call, req) : c.run(full, call);
 }
 
-int blocking(Status st, std::unique_ptr<Request> &req) {
-    if (st != LOOM_SUCCESS) return st;
-    return req->wait();
-}
 
 int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
     if (st != LOOM_SUCCESS) return st;
@@ -264,8 +261,7 @@ int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
 }
 
 int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm) {
-    std::unique_ptr<Request> req;
-    return blocking(make_allreduce(s, r, count, t, op, comm, &req), req);
+    return make_allreduce(s, r, count, t, op, comm, nullptr);
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                     loom_request_t *out) {
@@ -275,8 +271,7 @@ int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, lo
 }
 int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                         loom_comm_t comm) {
-    std::unique_ptr<Request> req;
-    return blocking(make_reduce_scatter(s, r, counts, t, op, comm, &req), req);
+    return make_reduce_scatter(s, r, counts, t, op, comm, nullptr);
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                          loom_comm_t comm, loom_request_t *out) {
@@ -286,8 +281,7 @@ int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_dat
 }
 int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                               loom_comm_t comm) {
-    std::unique_ptr<Request> req;
-    return blocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req), req);
+    return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr);
 }
 int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                                loom_comm_t comm, loom_request_t *out) {
@@ -296,8 +290,7 @@ int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datat
     return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req), req, out);
 }
 int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
-    std::unique_ptr<Request> req;
-    return blocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req), req);
+    return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr);
 }
 int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
@@ -305,8 +298,7 @@ int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, lo
     return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req), req, out);
 }
 int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
-    std::unique_ptr<Request> req;
-    return blocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req), req);
+    return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr);
 }
 int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");

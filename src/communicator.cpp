@@ -40,9 +40,8 @@ Status Request::wait() {
     for (;;) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;
-        // Ranks usually outnumber cores here: give the core away between polls.
         comm_->transport().progress();
-        sched_yield();
+        if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
     }
 }
 
@@ -61,43 +60,52 @@ Status Communicator::progress_all() {
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
     : transport_(std::move(transport)), config_(std::move(config)) {}
 
-std::shared_ptr<const Program> Communicator::program_for(const AlgorithmInfo &algo, const CollArgs &a) {
-    std::string key;
-    key.reserve(96);
-    key += algo.name;
-    key += '/';
-    key += collective_name(a.collective);
-    auto append = [&key](unsigned long long v) {
-        key += ':';
-        key += std::to_string(v);
-    };
-    append(a.count);
-    append(a.elem_size);
-    append(a.in_place);
-    append(a.segment_bytes);
-    append(static_cast<unsigned>(a.radix));
-    append(static_cast<unsigned>(a.max_outstanding));
-    for (size_t c : a.recv_counts) append(c);
+Communicator::~Communicator() {
+    blocking_.reset();  // before active_ goes: the request unregisters itself
+}
 
-    const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
+size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+    mix(static_cast<uint64_t>(k.collective) << 1 | k.in_place);
+    mix(k.count);
+    mix(k.elem_size);
+    mix(k.config_generation);
+    for (size_t c : k.recv_counts) mix(c);
+    return static_cast<size_t>(h);
+}
+
+Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
+    PlanKey key{a.collective, a.in_place, a.count, a.elem_size, config_.generation(), a.recv_counts};
     auto hit = cache_.find(key);
     if (hit != cache_.end()) {
         lru_.splice(lru_.begin(), lru_, hit->second);
-        return hit->second->second;
+        *out = &hit->second->second;
+        return LOOM_SUCCESS;
     }
+    Selection sel;
+    LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel));
     ++plan_builds_;
-    auto program = std::make_shared<const Program>(build_program(algo, a, rank()));
-    if (capacity == 0) return program;
-    lru_.emplace_front(key, program);
-    cache_[key] = lru_.begin();
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(build_program(*sel.algorithm, a, rank()))};
+    lru_.emplace_front(std::move(key), std::move(plan));
+    cache_[lru_.front().first] = lru_.begin();
+    const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
     while (lru_.size() > capacity) {
         cache_.erase(lru_.back().first);
         lru_.pop_back();
     }
-    return program;
+    *out = &lru_.front().second;
+    return LOOM_SUCCESS;
 }
 
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
+    auto req = std::make_unique<Request>();
+    LOOM_RETURN_IF_ERROR(start_into(*req, std::move(args), call));
+    *out = std::move(req);
+    return LOOM_SUCCESS;
+}
+
+Status Communicator::start_into(Request &req, CollArgs args, const CallData &call) {
     const DatatypeInfo *type = datatype_info(call.type);
     args.nranks = size();
     args.elem_size = type->size;
@@ -106,54 +114,56 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
     args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
     args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
 
-    Selection sel;
-    LOOM_RETURN_IF_ERROR(select_algorithm(config_, args, &sel));
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
     const int ci = static_cast<int>(args.collective);
-    last_algorithm_[ci] = sel.algorithm->name;
+    last_algorithm_[ci] = plan->algorithm->name;
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 2 || (verbose >= 1 && !reported_[ci] && rank() == 0)) {
-        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)\n", rank(), args.describe().c_str(), sel.algorithm->name,
-                     sel.why.c_str());
+        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)\n", rank(), args.describe().c_str(), plan->algorithm->name,
+                     plan->why.c_str());
         reported_[ci] = true;
     }
 
-    auto req = std::make_unique<Request>();
-    req->comm_ = this;
-    std::shared_ptr<const Program> program = program_for(*sel.algorithm, args);
+    req.comm_ = this;
+    req.finished_ = false;
+    req.error_ = LOOM_SUCCESS;
+    req.program_ = plan->program;
     ExecutionBuffers eb;
     eb.output = call.recvbuf;
     eb.elem_size = args.elem_size;
     if (args.collective == Collective::allreduce || args.collective == Collective::reduce_scatter ||
         args.collective == Collective::reduce_scatter_block)
         eb.reduce = reduction_kernel(call.type, call.op);
-    const size_t in_bytes = args.input_count() * args.elem_size;
     if (!args.in_place) {
         eb.input = call.sendbuf;
     } else {
         const unsigned char *at =
             static_cast<const unsigned char *>(call.recvbuf) + args.in_place_input_offset(rank()) * args.elem_size;
-        if (sel.algorithm->in_place_aliasing_safe) {
+        if (plan->algorithm->in_place_aliasing_safe) {
             eb.input = at;
         } else {
-            req->snapshot_.assign(at, at + in_bytes);
-            eb.input = req->snapshot_.data();
+            req.snapshot_.assign(at, at + args.input_count() * args.elem_size);
+            eb.input = req.snapshot_.data();
         }
     }
-    req->scratch_.resize(program->scratch_count * args.elem_size);
-    eb.scratch = req->scratch_.data();
+    req.scratch_.resize(plan->program->scratch_count * args.elem_size);
+    eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
     next_tag_ = next_tag_ >= transport_->max_tag() ? 0 : next_tag_ + 1;
-    req->execution_ = std::make_unique<Execution>(std::move(program), *transport_, tag, eb);
-    LOOM_RETURN_IF_ERROR(req->execution_->start());
-    active_.push_back(req.get());
-    *out = std::move(req);
+    if (req.execution_) req.execution_->reset(plan->program, tag, eb);
+    else req.execution_ = std::make_unique<Execution>(plan->program, *transport_, tag, eb);
+    LOOM_RETURN_IF_ERROR(req.execution_->start());
+    active_.push_back(&req);
     return LOOM_SUCCESS;
 }
 
 Status Communicator::run(const CollArgs &args, const CallData &call) {
-    std::unique_ptr<Request> req;
-    LOOM_RETURN_IF_ERROR(start(args, call, &req));
-    return req->wait();
+    // A blocking call cannot overlap another blocking call on this
+    // communicator, so one reusable request serves them all.
+    if (!blocking_) blocking_ = std::make_unique<Request>();
+    LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call));
+    return blocking_->wait();
 }
 
 }  // namespace loom

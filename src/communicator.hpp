@@ -31,7 +31,8 @@ class Request {
     friend class Communicator;
     Status advance();  // progresses this request only
     Communicator *comm_ = nullptr;
-    std::unique_ptr<Execution> execution_;
+    std::shared_ptr<const Program> program_;
+    std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
     std::vector<unsigned char> scratch_;
     std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
     bool finished_ = false;
@@ -49,6 +50,7 @@ struct CallData {
 class Communicator {
   public:
     Communicator(std::unique_ptr<Transport> transport, Config config);
+    ~Communicator();
     int rank() const { return transport_->rank(); }
     int size() const { return transport_->size(); }
     Config &config() { return config_; }
@@ -67,16 +69,41 @@ class Communicator {
     uint64_t plan_builds() const { return plan_builds_; }
 
   private:
-    std::shared_ptr<const Program> program_for(const AlgorithmInfo &algo, const CollArgs &args);
 
     std::unique_ptr<Transport> transport_;
     Config config_;
     uint32_t next_tag_ = 0;
     const char *last_algorithm_[kCollectiveCount] = {};
     bool reported_[kCollectiveCount] = {};
+    // What a call's plan depends on. The parameters enter through their
+    // generation, so changing one never reuses a stale choice.
+    struct PlanKey {
+        Collective collective;
+        bool in_place;
+        size_t count, elem_size;
+        uint64_t config_generation;
+        std::vector<size_t> recv_counts;
+        bool operator==(const PlanKey &o) const {
+            return collective == o.collective && in_place == o.in_place && count == o.count &&
+                   elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts;
+        }
+    };
+    struct PlanKeyHash {
+        size_t operator()(const PlanKey &k) const;
+    };
+    // The selection and the plan for one key, made once.
+    struct CachedPlan {
+        const AlgorithmInfo *algorithm;
+        std::string why;
+        std::shared_ptr<const Program> program;
+    };
+    Status plan_for(const CollArgs &args, const CachedPlan **out);
+    Status start_into(Request &req, CollArgs args, const CallData &call);
+
     // LRU plan cache: most recently used at the front.
-    std::list<std::pair<std::string, std::shared_ptr<const Program>>> lru_;
-    std::unordered_map<std::string, decltype(lru_)::iterator> cache_;
+    std::list<std::pair<PlanKey, CachedPlan>> lru_;
+    std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
+    std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
     friend class Request;

@@ -8,6 +8,14 @@ Execution::Execution(std::shared_ptr<const Program> program, Transport &transpor
                      const ExecutionBuffers &buffers)
     : program_(std::move(program)), transport_(transport), tag_(tag), buffers_(buffers) {}
 
+void Execution::reset(std::shared_ptr<const Program> program, uint32_t tag, const ExecutionBuffers &buffers) {
+    program_ = std::move(program);
+    tag_ = tag;
+    buffers_ = buffers;
+    active_.clear();
+    completed_ = 0;
+}
+
 unsigned char *Execution::address(const Slice &s) const {
     unsigned char *base = nullptr;
     switch (s.buffer) {

@@ -23,6 +23,9 @@ class Execution {
   public:
     Execution(std::shared_ptr<const Program> program, Transport &transport, uint32_t tag,
               const ExecutionBuffers &buffers);
+    // Re-arms for another run, keeping the vectors' capacity (no allocation
+    // on the small-message path).
+    void reset(std::shared_ptr<const Program> program, uint32_t tag, const ExecutionBuffers &buffers);
     // Posts/runs everything that is ready. Call once, then progress() until done.
     Status start();
     // Advances; sets *done when every step has completed.

@@ -27,7 +27,7 @@ const std::vector<ParamSpec> &param_table() {
         {kParamAlltoallMaxOutstanding, "alltoall_max_outstanding", ParamType::integer, "8", 5,
          "Most sends and receives in flight per rank in the scattered alltoall", 1, 1 << 20, Collective::alltoall},
         {kParamPlanCacheEntries, "plan_cache_entries", ParamType::integer, "128", 6,
-         "Plans kept per communicator (least recently used are dropped); 0 disables the cache", 0, 1 << 20,
+         "Plans (with their algorithm choice) kept per communicator; the least recently used are dropped", 1, 1 << 20,
          Collective::allreduce},
         {kParamVerbose, "verbose", ParamType::integer, "0", 2,
          "0 silent; 1 reports errors and each algorithm choice once; 2 every call", 0, 100, Collective::allreduce},
@@ -105,6 +105,7 @@ Status Config::set(const std::string &name, const std::string &value) {
         }
     }
     raw_[spec->id] = value;
+    ++generation_;
     return LOOM_SUCCESS;
 }
 

@@ -53,8 +53,12 @@ class Config {
     const std::string &raw(ParamId id) const { return raw_[id]; }
     const std::string &forced_algorithm(Collective c) const;  // "auto" when not forced
     long long integer(ParamId id) const { return values_[id]; }
+    // Changes whenever a value is set, so cached choices and plans can tell
+    // they were made under other parameters.
+    uint64_t generation() const { return generation_; }
 
   private:
+    uint64_t generation_ = 0;
     std::array<std::string, kParamCount> raw_;
     std::array<long long, kParamCount> values_{};
 };

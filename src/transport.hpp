@@ -40,6 +40,10 @@ class Transport {
     }
     // Lets other work (other ranks, the MPI library) progress; called by waits.
     virtual void progress() {}
+    // True when this rank shares its cores with more ranks than there are
+    // cores: a waiting rank must then give its core away between polls, or
+    // the rank it waits for cannot run. Otherwise spinning is faster.
+    virtual bool oversubscribed() const { return true; }
 };
 
 }  // namespace loom

@@ -1,5 +1,6 @@
 #include "transport_inprocess.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -109,6 +110,9 @@ class InProcessTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
+    bool oversubscribed() const override {
+        return static_cast<unsigned>(size()) > std::max(1u, std::thread::hardware_concurrency());
+    }
     void progress() override {}  // nothing to drive: the other ranks deliver
 
   private:

@@ -1,6 +1,11 @@
 #include "transport_mpi.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -28,8 +33,9 @@ Status mpi_error(int rc, const char *what, int peer) {
 
 class MpiTransport final : public Transport {
   public:
-    MpiTransport(MPI_Comm comm, int rank, int size, uint32_t max_tag, MPI_Datatype unit)
-        : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag), unit_(unit) {}
+    MpiTransport(MPI_Comm comm, int rank, int size, uint32_t max_tag, MPI_Datatype unit, bool oversubscribed)
+        : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag), unit_(unit), oversubscribed_(oversubscribed) {}
+    bool oversubscribed() const override { return oversubscribed_; }
     ~MpiTransport() override {
         int finalized = 0;
         MPI_Finalized(&finalized);
@@ -107,7 +113,25 @@ class MpiTransport final : public Transport {
     int rank_, size_;
     uint32_t max_tag_;
     MPI_Datatype unit_;
+    bool oversubscribed_;
 };
+
+// More ranks of this communicator on this node than the node has cores. (Ranks of other communicators are not counted: Open MPI's own
+// mpi_yield_when_idle, on when mpirun oversubscribes, is honoured too.)
+bool node_is_oversubscribed(MPI_Comm comm) {
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    // The node's cores, not this process's affinity mask: mpirun binds each
+    // rank to its own core, which is not sharing.
+    const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+    if (yield && std::strcmp(yield, "1") == 0) return true;
+    return local > cores;
+}
 
 }  // namespace
 
@@ -136,7 +160,7 @@ Status make_mpi_transport(MPI_Comm user_comm, std::unique_ptr<Transport> *out) {
     MPI_Datatype unit;
     MPI_Type_contiguous(static_cast<int>(kUnitBytes), MPI_BYTE, &unit);
     MPI_Type_commit(&unit);
-    *out = std::make_unique<MpiTransport>(dup, rank, size, max_tag, unit);
+    *out = std::make_unique<MpiTransport>(dup, rank, size, max_tag, unit, node_is_oversubscribed(dup));
     return LOOM_SUCCESS;
 }
 

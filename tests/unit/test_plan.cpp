@@ -163,6 +163,14 @@ TEST(PlanCache, ReusesPlansAndEvictsLeastRecentlyUsed) {
     call(8);
     EXPECT_EQ(comm.plan_builds(), 4u);
     EXPECT_EQ(out[0], 1);
+    // A parameter change between calls takes effect at the next call, even
+    // for a shape whose plan is cached.
+    ASSERT_EQ(comm.config().set("allreduce_algorithm", "ring"), LOOM_SUCCESS);
+    call(8);
+    EXPECT_STREQ(comm.last_algorithm(Collective::allreduce), "ring");
+    ASSERT_EQ(comm.config().set("allreduce_algorithm", "rabenseifner"), LOOM_SUCCESS);
+    call(8);
+    EXPECT_STREQ(comm.last_algorithm(Collective::allreduce), "rabenseifner");
 }
 
 }  // namespace
