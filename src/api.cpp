@@ -168,6 +168,34 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     return LOOM_SUCCESS;
 }
 
+int loom_comm_adopt(MPI_Comm comm, int oversubscribed, loom_comm_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_adopt: out is NULL");
+    *out = nullptr;
+    Config config;
+    LOOM_RETURN_IF_ERROR(config.load_environment());
+    std::unique_ptr<Transport> transport;
+    LOOM_RETURN_IF_ERROR(adopt_mpi_transport(comm, oversubscribed != 0, &transport));
+    auto *c = new (std::nothrow) loom_comm;
+    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
+    c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
+    *out = c;
+    return LOOM_SUCCESS;
+}
+
+int loom_param_count(void) { return static_cast<int>(param_table().size()); }
+
+int loom_param_info(int index, const char **name, const char **default_value, const char **help, int *level) {
+    if (index < 0 || index >= loom_param_count())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "parameter index " + std::to_string(index) + " is out of range [0, " +
+                                                   std::to_string(loom_param_count()) + ")");
+    const ParamSpec &s = param_table()[index];
+    if (name) *name = s.name;
+    if (default_value) *default_value = s.default_value;
+    if (help) *help = s.help;
+    if (level) *level = s.level;
+    return LOOM_SUCCESS;
+}
+
 int loom_comm_free(loom_comm_t *comm) {
     if (!comm || !*comm) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_free: communicator is NULL");
     delete *comm;
@@ -195,6 +223,29 @@ int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value) {
     return comm->impl->config().set(name, value);
 }
 
+int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, const int64_t *counts,
+                      loom_datatype_t type, int in_place, const char **algorithm) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    LOOM_RETURN_IF_ERROR(check_datatype(type));
+    Collective c;
+    if (!collective || !collective_from_name(collective, &c))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, std::string("unknown collective '") + (collective ? collective : "(null)") + "'");
+    Communicator &impl = *comm->impl;
+    CollArgs a;
+    a.collective = c;
+    if (c == Collective::reduce_scatter) {
+        if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_prepare: reduce_scatter needs counts");
+        for (int i = 0; i < impl.size(); ++i) {
+            LOOM_RETURN_IF_ERROR(check_count(counts[i], "counts[i]", datatype_info(type)->size, 1));
+            a.recv_counts.push_back(static_cast<size_t>(counts[i]));
+        }
+    } else {
+        LOOM_RETURN_IF_ERROR(check_count(count, "count", datatype_info(type)->size, impl.size()));
+        a.count = static_cast<size_t>(count);
+    }
+    return impl.prepare(a, type, in_place != 0, algorithm);
+}
+
 int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const char **name) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     Collective c;
@@ -212,6 +263,8 @@ int loom_datatype_size(loom_datatype_t type, size_t *size) {
     *size = datatype_info(type)->size;
     return LOOM_SUCCESS;
 }
+
+int loom_op_supported(loom_datatype_t type, loom_op_t op) { return reduction_kernel(type, op) != nullptr; }
 
 int loom_datatype_from_mpi(MPI_Datatype t, loom_datatype_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_datatype_from_mpi: out is NULL");

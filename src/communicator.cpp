@@ -98,6 +98,19 @@ Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
     return LOOM_SUCCESS;
 }
 
+Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
+    args.nranks = size();
+    args.elem_size = datatype_info(type)->size;
+    args.in_place = in_place;
+    args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
+    args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
+    args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    if (algorithm) *algorithm = plan->algorithm->name;
+    return LOOM_SUCCESS;
+}
+
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     auto req = std::make_unique<Request>();
     LOOM_RETURN_IF_ERROR(start_into(*req, std::move(args), call));

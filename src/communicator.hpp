@@ -60,6 +60,8 @@ class Communicator {
     // algorithm knobs are filled in here.
     Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
     Status run(const CollArgs &args, const CallData &call);
+    // Selects and builds (caches) the plan without running it.
+    Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
 
     // Progresses every active request once.
     Status progress_all();

@@ -76,19 +76,37 @@ const char *loom_last_error(void);
  * and reads LOOM_* environment variables; loom_comm_free is collective too. */
 int loom_comm_create(MPI_Comm comm, loom_comm_t *out);
 int loom_comm_free(loom_comm_t *comm);
+/* Uses `comm` as it is, without duplicating it and without communicating:
+ * for callers that already own a private communicator (the coll/loom Open
+ * MPI component). The caller frees `comm` after loom_comm_free.
+ * `oversubscribed` says whether waiting ranks must yield their core. */
+int loom_comm_adopt(MPI_Comm comm, int oversubscribed, loom_comm_t *out);
 int loom_comm_rank(loom_comm_t comm, int *rank);
 int loom_comm_size(loom_comm_t comm, int *size);
 /* Set a parameter for this communicator, e.g. ("allreduce_algorithm", "ring").
  * Names and defaults: loom-info. Must be set identically on every rank. */
 int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value);
+/* Chooses the algorithm and builds (caches) the plan for a call without
+ * running it; fails exactly as the call would (e.g. a forced algorithm that
+ * cannot run it). For persistent collectives, checked at init.
+ * `counts` is used by reduce_scatter only. */
+int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, const int64_t *counts,
+                      loom_datatype_t type, int in_place, const char **algorithm);
 /* Name of the algorithm the last call of `collective` ran ("allreduce", ...). */
 int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const char **name);
+
+/* The parameter table: names, defaults, levels and help for every knob
+ * loom_comm_set_param accepts (what loom-info -p prints). */
+int loom_param_count(void);
+int loom_param_info(int index, const char **name, const char **default_value, const char **help, int *level);
 
 /* Map a predefined MPI datatype / op to Loom's; LOOM_ERR_INVALID_DATATYPE or
  * LOOM_ERR_INVALID_OP for derived types and user-defined ops. */
 int loom_datatype_from_mpi(MPI_Datatype type, loom_datatype_t *out);
 int loom_op_from_mpi(MPI_Op op, loom_op_t *out);
 int loom_datatype_size(loom_datatype_t type, size_t *size);
+/* 1 when `op` is defined for `type` (MPI's rules), else 0. */
+int loom_op_supported(loom_datatype_t type, loom_op_t op);
 
 /* Blocking collectives. Counts are in elements. */
 int loom_allreduce(const void *sendbuf, void *recvbuf, int64_t count,

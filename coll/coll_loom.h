@@ -1,0 +1,172 @@
+/*
+ * coll/loom: the Open MPI 4.1 coll component that hands Allreduce,
+ * Reduce_scatter(_block), Allgather and Alltoall (blocking, nonblocking and
+ * persistent) to libloom, and everything else, or anything libloom cannot
+ * do, to the module below it. C only: Open MPI's internal headers are not
+ * valid C++; libloom is reached through its C API (loom.h).
+ */
+#ifndef MCA_COLL_LOOM_H
+#define MCA_COLL_LOOM_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "loom.h"
+
+BEGIN_C_DECLS
+
+/* The collectives Loom takes over, for statistics and parameters. */
+enum coll_loom_collective {
+    COLL_LOOM_ALLREDUCE,
+    COLL_LOOM_REDUCE_SCATTER,
+    COLL_LOOM_REDUCE_SCATTER_BLOCK,
+    COLL_LOOM_ALLGATHER,
+    COLL_LOOM_ALLTOALL,
+    COLL_LOOM_NCOLLECTIVES
+};
+
+/* Why a call went to the module below Loom. */
+enum coll_loom_fallback {
+    COLL_LOOM_FALLBACK_DATATYPE,        /* derived, non-contiguous or unsupported datatype */
+    COLL_LOOM_FALLBACK_OP,              /* user-defined or non-commutative op */
+    COLL_LOOM_FALLBACK_TYPE_OP,         /* op not defined for the datatype */
+    COLL_LOOM_FALLBACK_MISMATCHED_TYPES,/* send and receive signatures differ */
+    COLL_LOOM_FALLBACK_NOT_READY,       /* private communicator still being created */
+    COLL_LOOM_FALLBACK_LOOM_ERROR,      /* libloom refused the call (see verbose output) */
+    COLL_LOOM_NFALLBACKS
+};
+
+typedef struct mca_coll_loom_component_t {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    int verbose;
+    bool stats;
+    int param_count;      /* libloom parameters exposed as MCA variables */
+    char **param_values;  /* their values, by libloom parameter index */
+} mca_coll_loom_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
+
+/* The functions of the module below Loom, one pair per slot Loom fills. */
+typedef struct coll_loom_previous_t {
+    mca_coll_base_module_allreduce_fn_t allreduce;
+    mca_coll_base_module_t *allreduce_module;
+    mca_coll_base_module_reduce_scatter_fn_t reduce_scatter;
+    mca_coll_base_module_t *reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t reduce_scatter_block;
+    mca_coll_base_module_t *reduce_scatter_block_module;
+    mca_coll_base_module_allgather_fn_t allgather;
+    mca_coll_base_module_t *allgather_module;
+    mca_coll_base_module_alltoall_fn_t alltoall;
+    mca_coll_base_module_t *alltoall_module;
+    mca_coll_base_module_iallreduce_fn_t iallreduce;
+    mca_coll_base_module_t *iallreduce_module;
+    mca_coll_base_module_ireduce_scatter_fn_t ireduce_scatter;
+    mca_coll_base_module_t *ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t ireduce_scatter_block;
+    mca_coll_base_module_t *ireduce_scatter_block_module;
+    mca_coll_base_module_iallgather_fn_t iallgather;
+    mca_coll_base_module_t *iallgather_module;
+    mca_coll_base_module_ialltoall_fn_t ialltoall;
+    mca_coll_base_module_t *ialltoall_module;
+    mca_coll_base_module_allreduce_init_fn_t allreduce_init;
+    mca_coll_base_module_t *allreduce_init_module;
+    mca_coll_base_module_reduce_scatter_init_fn_t reduce_scatter_init;
+    mca_coll_base_module_t *reduce_scatter_init_module;
+    mca_coll_base_module_reduce_scatter_block_init_fn_t reduce_scatter_block_init;
+    mca_coll_base_module_t *reduce_scatter_block_init_module;
+    mca_coll_base_module_allgather_init_fn_t allgather_init;
+    mca_coll_base_module_t *allgather_init_module;
+    mca_coll_base_module_alltoall_init_fn_t alltoall_init;
+    mca_coll_base_module_t *alltoall_init_module;
+} coll_loom_previous_t;
+
+enum coll_loom_state { COLL_LOOM_PENDING, COLL_LOOM_READY, COLL_LOOM_FAILED };
+
+typedef struct mca_coll_loom_module_t {
+    mca_coll_base_module_t super;
+    ompi_communicator_t *comm;          /* the user's communicator */
+    ompi_communicator_t *private_comm;  /* Loom's traffic: no tag clashes with libnbc or the user */
+    ompi_request_t *idup_request;       /* creating private_comm, started in enable */
+    loom_comm_t loom;
+    enum coll_loom_state state;
+    bool previous_saved;
+    coll_loom_previous_t previous;
+} mca_coll_loom_module_t;
+OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
+
+/* component */
+int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* module */
+int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+/* Creates libloom's communicator once the private duplicate exists;
+ * false while it does not (the caller falls back). */
+bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait);
+
+/* statistics */
+void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
+void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);
+void mca_coll_loom_print_stats(void);
+
+/* requests: nonblocking and persistent collectives */
+int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
+                                            const void *sbuf, void *rbuf, int64_t count,
+                                            const int64_t *counts, loom_datatype_t type, loom_op_t op,
+                                            bool persistent, ompi_request_t **request);
+void mca_coll_loom_progress_fini(void);
+
+/* the slots */
+int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module);
+int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module);
+int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module);
+int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
+int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                        ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                      ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                            struct ompi_info_t *info, ompi_request_t **request,
+                                            mca_coll_base_module_t *module);
+int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                 int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+
+END_C_DECLS
+#endif

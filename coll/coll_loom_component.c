@@ -1,0 +1,172 @@
+/*
+ * coll/loom component: MCA parameters (declared once in libloom's table,
+ * registered here), selection, and statistics printed at MPI_Finalize.
+ */
+#include "coll_loom.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ompi/mca/coll/base/base.h"
+#include "opal/mca/base/mca_base_var.h"
+
+static int loom_register(void);
+static int loom_close(void);
+
+mca_coll_loom_component_t mca_coll_loom_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "loom",
+            MCA_BASE_MAKE_VERSION(component, LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH),
+            .mca_close_component = loom_close,
+            .mca_register_component_params = loom_register,
+        },
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = mca_coll_loom_init_query,
+        .collm_comm_query = mca_coll_loom_comm_query,
+    },
+    .priority = 0,
+    .verbose = 0,
+    .stats = false,
+};
+
+static const char *collective_names[COLL_LOOM_NCOLLECTIVES] = {"allreduce", "reduce_scatter",
+                                                               "reduce_scatter_block", "allgather", "alltoall"};
+static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
+    "datatype not a predefined contiguous type",
+    "user-defined op",
+    "op not defined for the datatype",
+    "send and receive types differ",
+    "private communicator not ready",
+    "libloom refused the call",
+};
+
+/* Process-wide counts; rank 0 of MPI_COMM_WORLD prints them. */
+#define COLL_LOOM_MAX_ALGORITHMS 8
+static struct {
+    uint64_t calls, bytes;
+    struct {
+        const char *name;
+        uint64_t calls;
+    } algorithms[COLL_LOOM_MAX_ALGORITHMS];
+    uint64_t fallbacks[COLL_LOOM_NFALLBACKS];
+} stats[COLL_LOOM_NCOLLECTIVES];
+
+void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm) {
+    stats[c].calls++;
+    stats[c].bytes += bytes;
+    if (!algorithm) return;
+    for (int i = 0; i < COLL_LOOM_MAX_ALGORITHMS; ++i) {
+        if (!stats[c].algorithms[i].name) stats[c].algorithms[i].name = algorithm;
+        if (stats[c].algorithms[i].name == algorithm || !strcmp(stats[c].algorithms[i].name, algorithm)) {
+            stats[c].algorithms[i].calls++;
+            return;
+        }
+    }
+}
+
+void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why) {
+    stats[c].fallbacks[why]++;
+    if (mca_coll_loom_component.verbose >= 2)
+        fprintf(stderr, "coll/loom: %s handed to the previous module: %s\n", collective_names[c],
+                fallback_reasons[why]);
+}
+
+void mca_coll_loom_print_stats(void) {
+    if (!mca_coll_loom_component.stats) return;
+    printf("coll/loom stats (rank 0):\n");
+    printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks", "algorithms / fallback reasons");
+    for (int c = 0; c < COLL_LOOM_NCOLLECTIVES; ++c) {
+        uint64_t fallbacks = 0;
+        for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f) fallbacks += stats[c].fallbacks[f];
+        printf("  %-22s %10llu %14llu %10llu ", collective_names[c], (unsigned long long)stats[c].calls,
+               (unsigned long long)stats[c].bytes, (unsigned long long)fallbacks);
+        for (int i = 0; i < COLL_LOOM_MAX_ALGORITHMS && stats[c].algorithms[i].name; ++i)
+            printf(" %s=%llu", stats[c].algorithms[i].name, (unsigned long long)stats[c].algorithms[i].calls);
+        for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f)
+            if (stats[c].fallbacks[f])
+                printf(" [fallback: %s=%llu]", fallback_reasons[f], (unsigned long long)stats[c].fallbacks[f]);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+static int loom_register(void) {
+    mca_base_component_t *c = &mca_coll_loom_component.super.collm_version;
+    mca_coll_loom_component.priority = 0;
+    (void)mca_base_component_var_register(c, "priority",
+                                          "Priority of coll/loom (0 = off; 100 puts Loom above tuned and libnbc)",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_loom_component.priority);
+    mca_coll_loom_component.verbose = 0;
+    (void)mca_base_component_var_register(c, "verbose",
+                                          "0 silent; 1 errors and each algorithm choice once; 2 every call and "
+                                          "every fallback with its reason",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_loom_component.verbose);
+    mca_coll_loom_component.stats = false;
+    (void)mca_base_component_var_register(c, "stats",
+                                          "At MPI_Finalize rank 0 prints, per collective, calls, bytes, algorithms "
+                                          "used and fallbacks with their reasons",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_loom_component.stats);
+    /* Every libloom parameter (algorithm overrides, segment size, ...) from
+     * the one table, as coll_loom_<name>. */
+    const int n = loom_param_count();
+    mca_coll_loom_component.param_count = n;
+    mca_coll_loom_component.param_values = calloc((size_t)n, sizeof(char *));
+    if (!mca_coll_loom_component.param_values) return OMPI_ERR_OUT_OF_RESOURCE;
+    for (int i = 0; i < n; ++i) {
+        const char *name, *def, *help;
+        int level;
+        if (loom_param_info(i, &name, &def, &help, &level) != LOOM_SUCCESS) continue;
+        if (!strcmp(name, "verbose")) continue; /* coll_loom_verbose above covers it */
+        mca_coll_loom_component.param_values[i] = (char *)def;
+        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+                                              (mca_base_var_info_lvl_t)(level - 1), MCA_BASE_VAR_SCOPE_READONLY,
+                                              &mca_coll_loom_component.param_values[i]);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int loom_close(void) {
+    mca_coll_loom_progress_fini();
+    free(mca_coll_loom_component.param_values);
+    mca_coll_loom_component.param_values = NULL;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *comm, int *priority) {
+    *priority = mca_coll_loom_component.priority;
+    if (mca_coll_loom_component.priority <= 0) return NULL;
+    /* Intercommunicators stay with Open MPI's modules (never selected, so
+     * there is nothing to count per call). */
+    if (OMPI_COMM_IS_INTER(comm)) return NULL;
+    mca_coll_loom_module_t *m = OBJ_NEW(mca_coll_loom_module_t);
+    if (!m) return NULL;
+    m->comm = comm;
+    m->super.coll_module_enable = mca_coll_loom_module_enable;
+    m->super.coll_allreduce = mca_coll_loom_allreduce;
+    m->super.coll_reduce_scatter = mca_coll_loom_reduce_scatter;
+    m->super.coll_reduce_scatter_block = mca_coll_loom_reduce_scatter_block;
+    m->super.coll_allgather = mca_coll_loom_allgather;
+    m->super.coll_alltoall = mca_coll_loom_alltoall;
+    m->super.coll_iallreduce = mca_coll_loom_iallreduce;
+    m->super.coll_ireduce_scatter = mca_coll_loom_ireduce_scatter;
+    m->super.coll_ireduce_scatter_block = mca_coll_loom_ireduce_scatter_block;
+    m->super.coll_iallgather = mca_coll_loom_iallgather;
+    m->super.coll_ialltoall = mca_coll_loom_ialltoall;
+    m->super.coll_allreduce_init = mca_coll_loom_allreduce_init;
+    m->super.coll_reduce_scatter_init = mca_coll_loom_reduce_scatter_init;
+    m->super.coll_reduce_scatter_block_init = mca_coll_loom_reduce_scatter_block_init;
+    m->super.coll_allgather_init = mca_coll_loom_allgather_init;
+    m->super.coll_alltoall_init = mca_coll_loom_alltoall_init;
+    return &m->super;
+}

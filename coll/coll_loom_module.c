@@ -1,0 +1,415 @@
+/*
+ * coll/loom module: one per communicator. Enable saves the functions of the
+ * module below (the fallback) and starts creating the private duplicate;
+ * each slot converts MPI arguments to libloom's, or falls back with a
+ * counted reason when libloom cannot do the call.
+ */
+#include "coll_loom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/info.h"
+
+static void module_construct(mca_coll_loom_module_t *m) {
+    m->comm = NULL;
+    m->private_comm = NULL;
+    m->idup_request = NULL;
+    m->loom = NULL;
+    m->state = COLL_LOOM_PENDING;
+    m->previous_saved = false;
+    memset(&m->previous, 0, sizeof(m->previous));
+}
+
+static void release_previous(mca_coll_loom_module_t *m) {
+    mca_coll_base_module_t **slots[] = {
+        &m->previous.allreduce_module, &m->previous.reduce_scatter_module,
+        &m->previous.reduce_scatter_block_module, &m->previous.allgather_module, &m->previous.alltoall_module,
+        &m->previous.iallreduce_module, &m->previous.ireduce_scatter_module,
+        &m->previous.ireduce_scatter_block_module, &m->previous.iallgather_module, &m->previous.ialltoall_module,
+        &m->previous.allreduce_init_module, &m->previous.reduce_scatter_init_module,
+        &m->previous.reduce_scatter_block_init_module, &m->previous.allgather_init_module,
+        &m->previous.alltoall_init_module,
+    };
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); ++i)
+        if (*slots[i]) {
+            OBJ_RELEASE(*slots[i]);
+            *slots[i] = NULL;
+        }
+    m->previous_saved = false;
+}
+
+static void module_destruct(mca_coll_loom_module_t *m) {
+    if (m->comm == &ompi_mpi_comm_world.comm && ompi_comm_rank(m->comm) == 0) mca_coll_loom_print_stats();
+    if (m->loom) loom_comm_free(&m->loom);
+    if (m->idup_request) {
+        ompi_request_wait(&m->idup_request, MPI_STATUS_IGNORE);
+        m->idup_request = NULL;
+    }
+    if (m->private_comm) ompi_comm_free(&m->private_comm);
+    release_previous(m);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_construct, module_destruct);
+
+#define SAVE_PREVIOUS(m, comm, slot)                                   \
+    do {                                                               \
+        (m)->previous.slot = (comm)->c_coll->coll_##slot;              \
+        (m)->previous.slot##_module = (comm)->c_coll->coll_##slot##_module; \
+        if ((m)->previous.slot##_module) OBJ_RETAIN((m)->previous.slot##_module); \
+    } while (0)
+
+int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    /* Modules are enabled from lowest to highest priority, so the table
+     * now holds the functions Loom falls back to. */
+    if (!m->previous_saved) {
+        SAVE_PREVIOUS(m, comm, allreduce);
+        SAVE_PREVIOUS(m, comm, reduce_scatter);
+        SAVE_PREVIOUS(m, comm, reduce_scatter_block);
+        SAVE_PREVIOUS(m, comm, allgather);
+        SAVE_PREVIOUS(m, comm, alltoall);
+        SAVE_PREVIOUS(m, comm, iallreduce);
+        SAVE_PREVIOUS(m, comm, ireduce_scatter);
+        SAVE_PREVIOUS(m, comm, ireduce_scatter_block);
+        SAVE_PREVIOUS(m, comm, iallgather);
+        SAVE_PREVIOUS(m, comm, ialltoall);
+        SAVE_PREVIOUS(m, comm, allreduce_init);
+        SAVE_PREVIOUS(m, comm, reduce_scatter_init);
+        SAVE_PREVIOUS(m, comm, reduce_scatter_block_init);
+        SAVE_PREVIOUS(m, comm, allgather_init);
+        SAVE_PREVIOUS(m, comm, alltoall_init);
+        m->previous_saved = true;
+    }
+    if (!m->previous.allreduce || !m->previous.reduce_scatter || !m->previous.reduce_scatter_block ||
+        !m->previous.allgather || !m->previous.alltoall || !m->previous.iallreduce ||
+        !m->previous.ireduce_scatter || !m->previous.ireduce_scatter_block || !m->previous.iallgather ||
+        !m->previous.ialltoall) {
+        /* Nothing to fall back to: do not take the communicator. */
+        release_previous(m);
+        return OMPI_ERROR;
+    }
+    /* A blocking dup here would hang (selection runs inside a progress
+     * callback); start a nonblocking one whose communicator excludes Loom
+     * itself, and finish it at the first collective that finds it done. */
+    if (!m->private_comm && !m->idup_request) {
+        opal_info_t *info = OBJ_NEW(opal_info_t);
+        opal_info_set(info, "ompi_comm_coll_preference", "^loom");
+        int rc = ompi_comm_idup_with_info(comm, info, &m->private_comm, &m->idup_request);
+        OBJ_RELEASE(info);
+        if (OMPI_SUCCESS != rc) {
+            m->state = COLL_LOOM_FAILED;
+            m->private_comm = NULL;
+            m->idup_request = NULL;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
+    if (m->state == COLL_LOOM_READY) return true;
+    if (m->state == COLL_LOOM_FAILED) return false;
+    /* Nonblocking slots only look: they may run inside a progress callback
+     * (Open MPI creates communicators with iallreduce from one), where a
+     * wait would hang. Blocking slots are never called from there. */
+    if (m->idup_request) {
+        if (!REQUEST_COMPLETE(m->idup_request) && may_wait) ompi_request_wait_completion(m->idup_request);
+        if (!REQUEST_COMPLETE(m->idup_request)) return false;
+        const int status = m->idup_request->req_status.MPI_ERROR;
+        ompi_request_free(&m->idup_request);
+        m->idup_request = NULL;
+        if (status != MPI_SUCCESS) {
+            m->state = COLL_LOOM_FAILED;
+            return false;
+        }
+    }
+    /* Finalize releases leftover communicators in context-id order: if the
+     * duplicate's id is below its parent's, keep it alive for the parent's
+     * module to free (Open MPI's own "extra retain" convention). */
+    if (OMPI_COMM_CID_IS_LOWER(m->private_comm, m->comm)) {
+        OMPI_COMM_SET_EXTRA_RETAIN(m->private_comm);
+        OBJ_RETAIN(m->private_comm);
+    }
+    if (loom_comm_adopt(m->private_comm, opal_progress_yield_when_idle ? 1 : 0, &m->loom) != LOOM_SUCCESS) {
+        if (mca_coll_loom_component.verbose >= 1) fprintf(stderr, "coll/loom: %s\n", loom_last_error());
+        m->state = COLL_LOOM_FAILED;
+        return false;
+    }
+    /* MCA values that differ from the table's defaults go to libloom; a bad
+     * one is reported once and left at its default. */
+    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
+        const char *name, *def;
+        const char *value = mca_coll_loom_component.param_values[i];
+        if (!value || loom_param_info(i, &name, &def, NULL, NULL) != LOOM_SUCCESS || !strcmp(value, def)) continue;
+        if (loom_comm_set_param(m->loom, name, value) != LOOM_SUCCESS && ompi_comm_rank(m->comm) == 0)
+            fprintf(stderr, "coll/loom: coll_loom_%s: %s; using %s\n", name, loom_last_error(), def);
+    }
+    if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
+    if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");
+    m->state = COLL_LOOM_READY;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* argument conversion shared by blocking, nonblocking and persistent */
+
+/* Loom's type for an MPI datatype, or false (fall back). */
+static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
+    return loom_datatype_from_mpi(dtype, out) == LOOM_SUCCESS;
+}
+
+/* Checks a reduction's type and op; on failure sets *why. */
+static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
+                           loom_op_t *lop, enum coll_loom_fallback *why) {
+    if (!loom_type(dtype, type)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
+        *why = COLL_LOOM_FALLBACK_OP;
+        return false;
+    }
+    if (!loom_op_supported(*type, *lop)) {
+        *why = COLL_LOOM_FALLBACK_TYPE_OP;
+        return false;
+    }
+    return true;
+}
+
+/* allgather/alltoall: one element type on both sides (or in place). */
+static bool movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
+                          struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
+    if (!loom_type(rdtype, type)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) {
+        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
+        return false;
+    }
+    /* Open MPI's request layer retains non-predefined types even when in
+     * place; such calls stay with libnbc/tuned. */
+    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    return true;
+}
+
+static size_t type_size(loom_datatype_t t) {
+    size_t s = 0;
+    loom_datatype_size(t, &s);
+    return s;
+}
+
+/* Records a finished Loom call, or reports libloom's refusal. */
+static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
+    static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+    if (rc != LOOM_SUCCESS) {
+        if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
+            fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n", names[c],
+                    loom_strerror(rc), loom_last_error());
+        mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
+        return false;
+    }
+    const char *algorithm = NULL;
+    loom_comm_last_algorithm(m->loom, names[c], &algorithm);
+    mca_coll_loom_count_call(c, bytes, algorithm);
+    return true;
+}
+
+static int64_t *counts_to_int64(const int *rcounts, int n) {
+    int64_t *counts = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (counts)
+        for (int i = 0; i < n; ++i) counts[i] = rcounts[i];
+    return counts;
+}
+
+/* ------------------------------------------------------------------ */
+/* blocking */
+
+int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+        /* Open MPI's own communicator code passes sbuf == rbuf: same data,
+         * so it is an in-place call. */
+        int rc = loom_allreduce(sbuf == rbuf ? MPI_IN_PLACE : sbuf, rbuf, count, type, lop, m->loom);
+        if (loom_done(m, COLL_LOOM_ALLREDUCE, rc, (size_t)count * type_size(type))) return MPI_SUCCESS;
+        why = COLL_LOOM_FALLBACK_LOOM_ERROR;
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_ALLREDUCE, why);
+    }
+    return m->previous.allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous.allreduce_module);
+}
+
+int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+        const int p = ompi_comm_size(comm);
+        int64_t *counts = counts_to_int64(rcounts, p);
+        if (counts) {
+            size_t total = 0;
+            for (int i = 0; i < p; ++i) total += (size_t)rcounts[i];
+            int rc = loom_reduce_scatter(sbuf, rbuf, counts, type, lop, m->loom);
+            free(counts);
+            if (loom_done(m, COLL_LOOM_REDUCE_SCATTER, rc, total * type_size(type))) return MPI_SUCCESS;
+        }
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
+    }
+    return m->previous.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->previous.reduce_scatter_module);
+}
+
+int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+        int rc = loom_reduce_scatter_block(sbuf, rbuf, rcount, type, lop, m->loom);
+        if (loom_done(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, rc,
+                      (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
+            return MPI_SUCCESS;
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER_BLOCK, why);
+    }
+    return m->previous.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                            m->previous.reduce_scatter_block_module);
+}
+
+int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (mca_coll_loom_ready(m, true) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+        int rc = loom_allgather(sbuf, rbuf, rcount, type, m->loom);
+        if (loom_done(m, COLL_LOOM_ALLGATHER, rc, (size_t)rcount * type_size(type))) return MPI_SUCCESS;
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_ALLGATHER, why);
+    }
+    return m->previous.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous.allgather_module);
+}
+
+int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (mca_coll_loom_ready(m, true) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+        int rc = loom_alltoall(sbuf, rbuf, rcount, type, m->loom);
+        if (loom_done(m, COLL_LOOM_ALLTOALL, rc, (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
+            return MPI_SUCCESS;
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_ALLTOALL, why);
+    }
+    return m->previous.alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous.alltoall_module);
+}
+
+/* ------------------------------------------------------------------ */
+/* nonblocking and persistent: same checks, then a request */
+
+#define NONBLOCKING(slot, coll, persistent, start_expr, fallback_call)                           \
+    do {                                                                                          \
+        if (rc_ready) {                                                                           \
+            int rc_ = (start_expr);                                                               \
+            if (rc_ == OMPI_SUCCESS) return MPI_SUCCESS;                                          \
+        } else {                                                                                  \
+            mca_coll_loom_count_fallback(coll, why);                                              \
+        }                                                                                         \
+        return fallback_call;                                                                     \
+    } while (0)
+
+int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
+    NONBLOCKING(iallreduce, COLL_LOOM_ALLREDUCE, false,
+                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type, lop,
+                                                        false, request),
+                m->previous.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous.iallreduce_module));
+}
+
+int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
+    int64_t *counts = rc_ready ? counts_to_int64(rcounts, ompi_comm_size(comm)) : NULL;
+    if (rc_ready && !counts) rc_ready = false;
+    if (rc_ready) {
+        int rc = mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, counts, type, lop,
+                                                         false, request);
+        free(counts);  /* the request keeps its own copy */
+        if (rc == OMPI_SUCCESS) return MPI_SUCCESS;
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
+    }
+    return m->previous.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                       m->previous.ireduce_scatter_module);
+}
+
+int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                        ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
+    NONBLOCKING(ireduce_scatter_block, COLL_LOOM_REDUCE_SCATTER_BLOCK, false,
+                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, NULL,
+                                                        type, lop, false, request),
+                m->previous.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                  m->previous.ireduce_scatter_block_module));
+}
+
+int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool rc_ready = mca_coll_loom_ready(m, false) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    NONBLOCKING(iallgather, COLL_LOOM_ALLGATHER, false,
+                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
+                                                        LOOM_SUM, false, request),
+                m->previous.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                       m->previous.iallgather_module));
+}
+
+int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool rc_ready = mca_coll_loom_ready(m, false) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    NONBLOCKING(ialltoall, COLL_LOOM_ALLTOALL, false,
+                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
+                                                        LOOM_SUM, false, request),
+                m->previous.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                      m->previous.ialltoall_module));
+}

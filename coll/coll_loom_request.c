@@ -1,0 +1,356 @@
+/*
+ * Requests of coll/loom's nonblocking and persistent collectives. Each wraps
+ * a libloom request; one progress callback registered with opal_progress
+ * drives them all, so MPI_Test/MPI_Wait/MPI_Waitall on them behave like on
+ * any other MPI request.
+ */
+#include "coll_loom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/runtime/opal_progress.h"
+
+typedef struct mca_coll_loom_request_t {
+    ompi_request_t super;
+    mca_coll_loom_module_t *module;
+    loom_request_t running;  /* the libloom request while active, else NULL */
+    bool in_active_list;
+    /* the call, kept for persistent restarts */
+    enum coll_loom_collective collective;
+    const void *sbuf;
+    void *rbuf;
+    int64_t count;
+    int64_t *counts;
+    loom_datatype_t type;
+    loom_op_t op;
+} mca_coll_loom_request_t;
+
+static OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, NULL, NULL);
+
+/* Active requests, progressed by one callback. */
+static mca_coll_loom_request_t **active;
+static size_t active_count, active_capacity;
+static bool progress_registered;
+static int in_progress;  /* re-entry guard: libloom's MPI_Testsome drives opal_progress */
+
+static int loom_progress(void) {
+    if (in_progress || active_count == 0) return 0;
+    in_progress = 1;
+    int completed = 0;
+    for (size_t i = 0; i < active_count;) {
+        mca_coll_loom_request_t *r = active[i];
+        int done = 0;
+        int rc = loom_test(&r->running, &done);
+        if (!done && rc == LOOM_SUCCESS) {
+            ++i;
+            continue;
+        }
+        if (rc != LOOM_SUCCESS) {
+            fprintf(stderr, "coll/loom: nonblocking collective failed: %s\n", loom_last_error());
+            if (r->running) {  /* an error leaves the request to be freed by us */
+                loom_request_t dead = r->running;
+                loom_request_free(&dead);
+            }
+        }
+        r->running = NULL;
+        active[i] = active[--active_count];
+        r->in_active_list = false;
+        r->super.req_status.MPI_ERROR = rc == LOOM_SUCCESS ? MPI_SUCCESS : MPI_ERR_INTERN;
+        r->super.req_status._cancelled = 0;
+        ompi_request_complete(&r->super, true);
+        ++completed;
+    }
+    in_progress = 0;
+    return completed;
+}
+
+void mca_coll_loom_progress_fini(void) {
+    if (progress_registered) opal_progress_unregister(loom_progress);
+    progress_registered = false;
+    free(active);
+    active = NULL;
+    active_count = active_capacity = 0;
+}
+
+static int activate(mca_coll_loom_request_t *r) {
+    if (active_count == active_capacity) {
+        size_t cap = active_capacity ? 2 * active_capacity : 16;
+        mca_coll_loom_request_t **grown = realloc(active, cap * sizeof(*grown));
+        if (!grown) return OMPI_ERR_OUT_OF_RESOURCE;
+        active = grown;
+        active_capacity = cap;
+    }
+    active[active_count++] = r;
+    r->in_active_list = true;
+    if (!progress_registered) {
+        opal_progress_register(loom_progress);
+        progress_registered = true;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Starts the libloom collective of `r`. */
+static int start_one(mca_coll_loom_request_t *r) {
+    loom_comm_t lc = r->module->loom;
+    int rc;
+    switch (r->collective) {
+        case COLL_LOOM_ALLREDUCE:
+            rc = loom_iallreduce(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
+            break;
+        case COLL_LOOM_REDUCE_SCATTER:
+            rc = loom_ireduce_scatter(r->sbuf, r->rbuf, r->counts, r->type, r->op, lc, &r->running);
+            break;
+        case COLL_LOOM_REDUCE_SCATTER_BLOCK:
+            rc = loom_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
+            break;
+        case COLL_LOOM_ALLGATHER:
+            rc = loom_iallgather(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running);
+            break;
+        default:
+            rc = loom_ialltoall(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running);
+            break;
+    }
+    if (rc != LOOM_SUCCESS) {
+        r->running = NULL;
+        return rc;
+    }
+    static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+    const char *algorithm = NULL;
+    loom_comm_last_algorithm(lc, names[r->collective], &algorithm);
+    size_t elem = 0;
+    loom_datatype_size(r->type, &elem);
+    mca_coll_loom_count_call(r->collective, (size_t)r->count * elem, algorithm);
+    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.req_complete = REQUEST_PENDING;
+    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    return activate(r);
+}
+
+static int request_start(size_t count, ompi_request_t **requests) {
+    for (size_t i = 0; i < count; ++i) {
+        mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)requests[i];
+        if (r->running) return MPI_ERR_REQUEST;  /* still active: MPI forbids restarting it */
+        int rc = start_one(r);
+        if (rc != LOOM_SUCCESS) {
+            fprintf(stderr, "coll/loom: MPI_Start: %s\n", loom_last_error());
+            return MPI_ERR_INTERN;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+static int request_free(ompi_request_t **request) {
+    mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)*request;
+    /* Freeing an active request: finish it first, Loom never leaves a user
+     * buffer half written. */
+    while (r->running) opal_progress();
+    free(r->counts);
+    OMPI_REQUEST_FINI(&r->super);
+    OBJ_RELEASE(r);
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int request_cancel(ompi_request_t *request, int complete) {
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST;  /* collectives cannot be cancelled (MPI 4.0, 3.7.3) */
+}
+
+int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
+                                            const void *sbuf, void *rbuf, int64_t count, const int64_t *counts,
+                                            loom_datatype_t type, loom_op_t op, bool persistent,
+                                            ompi_request_t **request) {
+    mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
+    if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
+    OMPI_REQUEST_INIT(&r->super, persistent);
+    r->super.req_status = ompi_status_empty;
+    r->super.req_type = OMPI_REQUEST_COLL;
+    r->super.req_mpi_object.comm = m->comm;
+    r->super.req_free = request_free;
+    r->super.req_cancel = request_cancel;
+    r->super.req_start = persistent ? request_start : NULL;
+    r->module = m;
+    r->running = NULL;
+    r->in_active_list = false;
+    r->collective = c;
+    /* Open MPI's communicator code passes sbuf == rbuf: an in-place call. */
+    r->sbuf = (c == COLL_LOOM_ALLREDUCE && sbuf == rbuf) ? MPI_IN_PLACE : sbuf;
+    r->rbuf = rbuf;
+    r->count = count;
+    r->counts = NULL;
+    r->type = type;
+    r->op = op;
+    if (counts) {
+        const int p = ompi_comm_size(m->comm);
+        r->counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
+        if (!r->counts) {
+            OMPI_REQUEST_FINI(&r->super);
+            OBJ_RELEASE(r);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        memcpy(r->counts, counts, sizeof(int64_t) * (size_t)p);
+        r->count = 0;
+        for (int i = 0; i < p; ++i) r->count += counts[i];
+    }
+    int rc = LOOM_SUCCESS;
+    if (persistent) {
+        /* Choose the algorithm now, so a forced one that cannot run this
+         * call is handed back at init rather than failing MPI_Start. */
+        static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+        rc = loom_comm_prepare(m->loom, names[c], r->count, r->counts, type, r->sbuf == MPI_IN_PLACE, NULL);
+    } else {
+        rc = start_one(r);
+    }
+    if (rc != LOOM_SUCCESS) {
+        if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
+            fprintf(stderr, "coll/loom: %s (handing the call to the previous module)\n", loom_last_error());
+        mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
+        free(r->counts);
+        OMPI_REQUEST_FINI(&r->super);
+        OBJ_RELEASE(r);
+        return OMPI_ERROR;
+    }
+    *request = &r->super;
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* persistent: checked once at init, started by MPI_Start */
+
+#define INIT_OR_FALLBACK(coll, ok, make, fallback)                                  \
+    do {                                                                            \
+        if (ok) {                                                                   \
+            if ((make) == OMPI_SUCCESS) return MPI_SUCCESS;                         \
+        } else {                                                                    \
+            mca_coll_loom_count_fallback(coll, why);                                \
+        }                                                                           \
+        return (fallback);                                                          \
+    } while (0)
+
+static bool persistent_reduction_ok(mca_coll_loom_module_t *m, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    loom_datatype_t *type, loom_op_t *lop, enum coll_loom_fallback *why) {
+    *why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (!mca_coll_loom_ready(m, false)) return false;
+    if (loom_datatype_from_mpi(dtype, type) != LOOM_SUCCESS) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
+        *why = COLL_LOOM_FALLBACK_OP;
+        return false;
+    }
+    if (!loom_op_supported(*type, *lop)) {
+        *why = COLL_LOOM_FALLBACK_TYPE_OP;
+        return false;
+    }
+    return true;
+}
+
+static bool persistent_movement_ok(mca_coll_loom_module_t *m, const void *sbuf, int scount,
+                                   struct ompi_datatype_t *sdtype, int rcount, struct ompi_datatype_t *rdtype,
+                                   loom_datatype_t *type, enum coll_loom_fallback *why) {
+    *why = COLL_LOOM_FALLBACK_NOT_READY;
+    if (!mca_coll_loom_ready(m, false)) return false;
+    if (loom_datatype_from_mpi(rdtype, type) != LOOM_SUCCESS) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) {
+        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
+        return false;
+    }
+    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    return true;
+}
+
+int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why;
+    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
+    INIT_OR_FALLBACK(COLL_LOOM_ALLREDUCE, ok,
+                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type,
+                                                             lop, true, request),
+                     m->previous.allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                                m->previous.allreduce_init_module));
+}
+
+int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                      ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why;
+    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
+    if (ok) {
+        const int p = ompi_comm_size(comm);
+        int64_t *counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
+        if (counts) {
+            for (int i = 0; i < p; ++i) counts[i] = rcounts[i];
+            int rc = mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, counts, type,
+                                                             lop, true, request);
+            free(counts);
+            if (rc == OMPI_SUCCESS) return MPI_SUCCESS;
+        }
+    } else {
+        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
+    }
+    return m->previous.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                                           m->previous.reduce_scatter_init_module);
+}
+
+int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                            struct ompi_info_t *info, ompi_request_t **request,
+                                            mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    loom_op_t lop;
+    enum coll_loom_fallback why;
+    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
+    INIT_OR_FALLBACK(COLL_LOOM_REDUCE_SCATTER_BLOCK, ok,
+                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount,
+                                                             NULL, type, lop, true, request),
+                     m->previous.reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
+                                                           m->previous.reduce_scatter_block_init_module));
+}
+
+int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                 int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why;
+    bool ok = persistent_movement_ok(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    INIT_OR_FALLBACK(COLL_LOOM_ALLGATHER, ok,
+                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
+                                                             LOOM_SUM, true, request),
+                     m->previous.allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                                m->previous.allgather_init_module));
+}
+
+int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    loom_datatype_t type;
+    enum coll_loom_fallback why;
+    bool ok = persistent_movement_ok(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    INIT_OR_FALLBACK(COLL_LOOM_ALLTOALL, ok,
+                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
+                                                             LOOM_SUM, true, request),
+                     m->previous.alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                               m->previous.alltoall_init_module));
+}
