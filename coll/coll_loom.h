@@ -119,6 +119,10 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
                                             const int64_t *counts, loom_datatype_t type, loom_op_t op,
                                             bool persistent, ompi_request_t **request);
 void mca_coll_loom_progress_fini(void);
+bool mca_coll_loom_in_progress_callback(void);
+
+/* libloom's communicator over the PML on `private_comm`. */
+int mca_coll_loom_create_loom_comm(ompi_communicator_t *private_comm, loom_comm_t *out);
 
 /* the slots */
 int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

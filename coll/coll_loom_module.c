@@ -132,9 +132,7 @@ bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
         OMPI_COMM_SET_EXTRA_RETAIN(m->private_comm);
         OBJ_RETAIN(m->private_comm);
     }
-    /* opal_progress, which libloom's polls drive, already yields the core when
-     * Open MPI runs oversubscribed: Loom must not yield a second time. */
-    if (loom_comm_adopt(m->private_comm, 0, &m->loom) != LOOM_SUCCESS) {
+    if (mca_coll_loom_create_loom_comm(m->private_comm, &m->loom) != LOOM_SUCCESS) {
         if (mca_coll_loom_component.verbose >= 1) fprintf(stderr, "coll/loom: %s\n", loom_last_error());
         m->state = COLL_LOOM_FAILED;
         return false;

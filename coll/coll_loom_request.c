@@ -34,7 +34,7 @@ static OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, NULL, NULL);
 static mca_coll_loom_request_t **active;
 static size_t active_count, active_capacity;
 static bool progress_registered;
-static int in_progress;  /* re-entry guard: libloom's MPI_Testsome drives opal_progress */
+static int in_progress;  /* re-entry guard: opal_progress is not re-entrant */
 
 static int loom_progress(void) {
     if (in_progress || active_count == 0) return 0;
@@ -66,6 +66,8 @@ static int loom_progress(void) {
     in_progress = 0;
     return completed;
 }
+
+bool mca_coll_loom_in_progress_callback(void) { return in_progress != 0; }
 
 void mca_coll_loom_progress_fini(void) {
     if (progress_registered) opal_progress_unregister(loom_progress);

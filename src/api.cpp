@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "communicator.hpp"
+#include "transport_external.hpp"
 #include "transport_mpi.hpp"
 
 struct loom_comm {
@@ -178,6 +179,20 @@ int loom_comm_adopt(MPI_Comm comm, int oversubscribed, loom_comm_t *out) {
     auto *c = new (std::nothrow) loom_comm;
     if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
     c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
+    *out = c;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out) {
+    if (!out || !transport) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_create_with_transport: NULL argument");
+    *out = nullptr;
+    Config config;
+    LOOM_RETURN_IF_ERROR(config.load_environment());
+    std::unique_ptr<Transport> t;
+    LOOM_RETURN_IF_ERROR(make_external_transport(*transport, &t));
+    auto *c = new (std::nothrow) loom_comm;
+    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
+    c->impl = std::make_unique<Communicator>(std::move(t), std::move(config));
     *out = c;
     return LOOM_SUCCESS;
 }

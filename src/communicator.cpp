@@ -46,6 +46,15 @@ Status Request::wait() {
 }
 
 Status Communicator::progress_all() {
+    // A transport may run the caller's progress engine, which may call back
+    // into Loom (coll/loom's progress callback): never progress one
+    // communicator from inside its own progress.
+    if (progressing_) return LOOM_SUCCESS;
+    progressing_ = true;
+    struct Reset {
+        bool &flag;
+        ~Reset() { flag = false; }
+    } reset{progressing_};
     Status first_error = LOOM_SUCCESS;
     // advance() removes a finished request from active_: walk backwards so
     // removals never skip one.

@@ -108,6 +108,7 @@ class Communicator {
     std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
+    bool progressing_ = false;
     friend class Request;
 };
 

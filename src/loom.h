@@ -95,6 +95,23 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
 /* Name of the algorithm the last call of `collective` ran ("allreduce", ...). */
 int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const char **name);
 
+/* A transport supplied by the caller: the coll/loom component posts through
+ * Open MPI's PML with it. Functions return 0 on success. Handles are opaque;
+ * test_many sets done[i] for each of n handles, and a handle reported done
+ * is released by the transport. Messages between a pair with one tag must
+ * match in posting order (MPI's rule). */
+typedef struct loom_transport {
+    void *context;
+    int rank, size;
+    uint32_t max_tag;
+    int (*isend)(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, void **handle);
+    int (*irecv)(void *context, void *buf, size_t bytes, int peer, uint32_t tag, void **handle);
+    int (*test_many)(void *context, void *const *handles, size_t n, unsigned char *done);
+} loom_transport_t;
+/* Creates a communicator over `transport` (copied; its context must outlive
+ * the communicator). No communication. */
+int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out);
+
 /* The parameter table: names, defaults, levels and help for every knob
  * loom_comm_set_param accepts (what loom-info -p prints). */
 int loom_param_count(void);

@@ -24,11 +24,14 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
                 *why = "vector " + bytes_text(bytes) + " <= 16 KiB: latency-bound";
                 return {"recursive_doubling", "ring"};
             }
-            if (bytes <= 512 * 1024 || a.count < static_cast<size_t>(a.nranks) * 4) {
-                *why = "vector " + bytes_text(bytes) + " <= 512 KiB";
+            // Same bandwidth term; rabenseifner has lg p rounds to ring's
+            // 2(p-1). Measured at 4 ranks (perf/coll_compare): rabenseifner
+            // 0.95-1.18x Open MPI up to 4 MiB where ring was 1.2-1.6x.
+            if (bytes <= 512 * 1024 || a.nranks <= 8 || a.count < static_cast<size_t>(a.nranks) * 4) {
+                *why = "vector " + bytes_text(bytes) + (a.nranks <= 8 ? " on <= 8 ranks" : " <= 512 KiB");
                 return {"rabenseifner", "ring"};
             }
-            *why = "vector " + bytes_text(bytes) + " > 512 KiB: bandwidth-bound";
+            *why = "vector " + bytes_text(bytes) + " > 512 KiB on " + std::to_string(a.nranks) + " ranks";
             return {"ring", "rabenseifner"};
         }
         case Collective::reduce_scatter:
@@ -43,6 +46,12 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
         }
         case Collective::allgather: {
             const size_t bytes = a.count * elem * a.nranks;
+            // Power-of-two sizes: recursive doubling's lg p rounds also won at
+            // 1 MiB on 4 ranks (0.73-1.00x Open MPI; ring 1.05-1.08x).
+            if (is_power_of_two(a.nranks) && a.nranks <= 8 && bytes <= 16 * 1024 * 1024) {
+                *why = "result " + bytes_text(bytes) + " on a power-of-two size <= 8";
+                return {"recursive_doubling", "ring"};
+            }
             if (bytes <= 64 * 1024) {
                 *why = "result " + bytes_text(bytes) + " <= 64 KiB";
                 return is_power_of_two(a.nranks) ? std::vector<const char *>{"recursive_doubling", "bruck"}

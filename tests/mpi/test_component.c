@@ -84,6 +84,63 @@ static void allreduce_case(MPI_Comm comm, int count, int in_place, int mode) {
     free(in), free(out), free(p), free(q);
 }
 
+/* More (datatype, op) pairs through allreduce: small integer values so every
+ * order of reduction gives the same exact result. */
+static long value_at(int rank, int i) { return (rank * 3 + i) % 5 + 1; }
+
+static long combine(long a, long b, MPI_Op op) {
+    if (op == MPI_SUM) return a + b;
+    if (op == MPI_PROD) return a * b;
+    if (op == MPI_MAX) return a > b ? a : b;
+    if (op == MPI_MIN) return a < b ? a : b;
+    if (op == MPI_BOR) return a | b;
+    if (op == MPI_BXOR) return a ^ b;
+    if (op == MPI_LAND) return (a && b) ? 1 : 0;
+    return (a || b) ? 1 : 0; /* MPI_LOR */
+}
+
+#define TYPED_CASE(CTYPE, MPITYPE, OP, MAP)                                                              \
+    do {                                                                                                \
+        CTYPE *buf = malloc(sizeof(CTYPE) * (count + 1)), *res = malloc(sizeof(CTYPE) * (count + 1));    \
+        for (int i = 0; i < count; ++i) res[i] = buf[i] = (CTYPE)MAP(value_at(rank, i));                 \
+        MPI_Request r_;                                                                                 \
+        const void *s_ = in_place ? MPI_IN_PLACE : (const void *)buf;                                   \
+        if (mode == BLOCKING) MPI_Allreduce(s_, res, count, MPITYPE, OP, comm);                          \
+        else if (mode == NONBLOCKING) MPI_Iallreduce(s_, res, count, MPITYPE, OP, comm, &r_);            \
+        else {                                                                                          \
+            MPIX_Allreduce_init(s_, res, count, MPITYPE, OP, comm, MPI_INFO_NULL, &r_);                  \
+            MPI_Start(&r_);                                                                             \
+        }                                                                                               \
+        complete(&r_, mode);                                                                            \
+        for (int i = 0; i < count; ++i) {                                                               \
+            long want = MAP(value_at(0, i));                                                            \
+            for (int r = 1; r < size; ++r) want = combine(want, MAP(value_at(r, i)), OP);               \
+            if (res[i] != (CTYPE)want) {                                                                \
+                CHECK(0, "%s allreduce %s %s p=%d count=%d i=%d", mode_name[mode], #MPITYPE, #OP, size,  \
+                      count, i);                                                                        \
+                break;                                                                                  \
+            }                                                                                           \
+        }                                                                                               \
+        free(buf), free(res);                                                                           \
+    } while (0)
+
+#define IDENTITY(x) (x)
+#define PARITY(x) ((x) % 2)
+
+static void typed_allreduce_cases(MPI_Comm comm, int count, int in_place, int mode) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    TYPED_CASE(float, MPI_FLOAT, MPI_SUM, IDENTITY);
+    TYPED_CASE(int64_t, MPI_INT64_T, MPI_PROD, IDENTITY);
+    TYPED_CASE(unsigned, MPI_UNSIGNED, MPI_BOR, IDENTITY);
+    TYPED_CASE(short, MPI_SHORT, MPI_MAX, IDENTITY);
+    TYPED_CASE(long double, MPI_LONG_DOUBLE, MPI_MIN, IDENTITY);
+    TYPED_CASE(uint16_t, MPI_UINT16_T, MPI_BXOR, IDENTITY);
+    TYPED_CASE(_Bool, MPI_C_BOOL, MPI_LAND, PARITY);
+    TYPED_CASE(signed char, MPI_SIGNED_CHAR, MPI_LOR, PARITY);
+}
+
 static void reduce_scatter_case(MPI_Comm comm, int count, int in_place, int mode, int block) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
@@ -177,6 +234,7 @@ static void all_cases(MPI_Comm comm) {
         for (int in_place = 0; in_place < 2; ++in_place)
             for (int mode = 0; mode < 3; ++mode) {
                 allreduce_case(comm, counts[k], in_place, mode);
+                if (counts[k] <= 1001) typed_allreduce_cases(comm, counts[k], in_place, mode);
                 reduce_scatter_case(comm, counts[k] / size + 1, in_place, mode, 0);
                 reduce_scatter_case(comm, counts[k] / size, in_place, mode, 1);
                 movement_case(comm, counts[k] / size, in_place, mode, 0);

@@ -26,12 +26,15 @@ TEST(Selector, DefaultsFollowMessageSize) {
     Config c;
     EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 2)), "recursive_doubling");
     EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 64 * 1024)), "rabenseifner");
-    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 1 << 20)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 1 << 20)), "rabenseifner");  // few ranks
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 16, 1 << 20)), "ring");
     EXPECT_EQ(chosen(c, args(Collective::reduce_scatter_block, 4, 8)), "recursive_halving");
     EXPECT_EQ(chosen(c, args(Collective::reduce_scatter, 4, 1 << 18)), "ring");
     EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 16)), "recursive_doubling");
     EXPECT_EQ(chosen(c, args(Collective::allgather, 6, 16)), "bruck");  // recursive doubling needs 2^k
-    EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 1 << 20)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 8, 1 << 18)), "recursive_doubling");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 16, 1 << 20)), "ring");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 6, 1 << 20)), "ring");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 16, 4)), "bruck");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1024)), "scattered");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1 << 20)), "pairwise");

@@ -1,0 +1,69 @@
+/*
+ * libloom's transport inside Open MPI: sends and receives posted straight to
+ * the PML on the private communicator (no MPI-layer checks, no tool
+ * interposition), completion polled on the requests, and Open MPI's
+ * progress engine driven once per poll unless we are inside its callback.
+ */
+#include "coll_loom.h"
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/pml/pml.h"
+#include "opal/runtime/opal_progress.h"
+
+static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
+    ompi_request_t *req = NULL;
+    int rc = MCA_PML_CALL(isend(buf, bytes, &ompi_mpi_byte.dt, peer, (int)tag, MCA_PML_BASE_SEND_STANDARD,
+                                (ompi_communicator_t *)context, &req));
+    *handle = req;
+    return rc;
+}
+
+static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
+    ompi_request_t *req = NULL;
+    int rc = MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, (int)tag, (ompi_communicator_t *)context, &req));
+    *handle = req;
+    return rc;
+}
+
+/* Marks and releases completed requests; returns how many completed, or -1
+ * after an error. */
+static int sweep(void *const *handles, size_t n, unsigned char *done) {
+    int completed = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ompi_request_t *req = (ompi_request_t *)handles[i];
+        if (done[i] || !REQUEST_COMPLETE(req)) continue;
+        const int error = req->req_status.MPI_ERROR;
+        ompi_request_free(&req);
+        done[i] = 1;
+        ++completed;
+        if (error != MPI_SUCCESS) return -1;
+    }
+    return completed;
+}
+
+static int pml_test_many(void *context, void *const *handles, size_t n, unsigned char *done) {
+    (void)context;
+    for (size_t i = 0; i < n; ++i) done[i] = 0;
+    int completed = sweep(handles, n, done);
+    if (completed < 0) return 1;
+    /* Nothing finished: let Open MPI move data (it yields the core itself
+     * when oversubscribed), then look again. Not from inside our own
+     * progress callback: opal_progress is not re-entrant. */
+    if (completed == 0 && !mca_coll_loom_in_progress_callback()) {
+        opal_progress();
+        if (sweep(handles, n, done) < 0) return 1;
+    }
+    return 0;
+}
+
+int mca_coll_loom_create_loom_comm(ompi_communicator_t *private_comm, loom_comm_t *out) {
+    loom_transport_t t;
+    t.context = private_comm;
+    t.rank = ompi_comm_rank(private_comm);
+    t.size = ompi_comm_size(private_comm);
+    t.max_tag = (uint32_t)mca_pml.pml_max_tag;
+    t.isend = pml_isend;
+    t.irecv = pml_irecv;
+    t.test_many = pml_test_many;
+    return loom_comm_create_with_transport(&t, out);
+}
