@@ -29,12 +29,15 @@ unsigned char *Execution::address(const Slice &s) const {
 Status Execution::start() {
     const Program &p = *program_;
     unmet_ = p.initial_unmet;
-    in_flight_.assign(2 * static_cast<size_t>(transport_.size()), 0);
-    held_.assign(in_flight_.size(), Program::kNoStep);
-    ready_.clear();
-    ready_.reserve(16);
-    for (StepId id = 0; id < p.size(); ++id)
-        if (unmet_[id] == 0) ready_.push_back(id);
+    // A run that finished leaves every window counter at 0 and nothing
+    // held: only a new or interrupted execution needs them cleared.
+    const size_t keys = 2 * static_cast<size_t>(transport_.size());
+    if (!windows_clean_ || in_flight_.size() != keys) {
+        in_flight_.assign(keys, 0);
+        held_.assign(keys, Program::kNoStep);
+    }
+    windows_clean_ = false;
+    ready_.assign(p.initial_ready.rbegin(), p.initial_ready.rend());  // popped from the back: program order
     return run_ready();
 }
 
@@ -97,7 +100,7 @@ Status Execution::progress(bool *done) {
         if (active_.empty()) break;  // run_ready() left nothing ready and nothing in flight
         handles_.clear();
         for (Active &a : active_) handles_.push_back(&a.handle);
-        done_flags_.assign(active_.size(), 0);
+        done_flags_.resize(active_.size());
         LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data()));
         // Retire completed operations, keeping the others in posting order.
         size_t kept = 0;
@@ -123,6 +126,7 @@ Status Execution::progress(bool *done) {
         if (!any && ready_.empty()) break;
     }
     *done = this->done();
+    if (*done) windows_clean_ = true;
     return LOOM_SUCCESS;
 }
 

@@ -61,6 +61,7 @@ class Execution {
     // The posting-order gate lets at most one step per (peer, direction) wait.
     std::vector<uint32_t> in_flight_;  // per (peer, direction)
     std::vector<StepId> held_;         // per (peer, direction), or Program::kNoStep
+    bool windows_clean_ = false;
 };
 
 }  // namespace loom

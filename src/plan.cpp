@@ -142,6 +142,9 @@ void Program::finalize() {
             last_posted.emplace(key, id);
         }
     }
+    initial_ready.clear();
+    for (StepId id = 0; id < n; ++id)
+        if (initial_unmet[id] == 0) initial_ready.push_back(id);
 }
 
 std::string Program::validate(size_t input_count, size_t output_count) const {

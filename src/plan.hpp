@@ -67,6 +67,7 @@ struct Program {
     // posted. next_in_peer_order[id] is the step it releases (kNoStep if none).
     std::vector<StepId> next_in_peer_order;
     std::vector<uint32_t> initial_unmet;  // dependencies + the posting-order gate
+    std::vector<StepId> initial_ready;    // steps with nothing to wait for
     static constexpr StepId kNoStep = 0xffffffffu;
 
     size_t size() const { return steps.size(); }

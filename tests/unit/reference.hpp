@@ -127,7 +127,7 @@ TypeCase floating_case(loom_datatype_t type, const char *name) {
         Rng rng(seed * 131 + rank);
         std::vector<T> v(n);
         for (size_t i = 0; i < n; ++i) v[i] = exact_value<T>(rng, op, rank);
-        std::memcpy(buf, v.data(), n * sizeof(T));  // long double: padding left as is
+        if (n) std::memcpy(buf, v.data(), n * sizeof(T));  // long double: padding left as is
     };
     c.combine = [](void *acc, const void *in, size_t n, loom_op_t op) {
         for (size_t i = 0; i < n; ++i) {
@@ -226,7 +226,7 @@ TypeCase complex_case(loom_datatype_t type, const char *name) {
         std::vector<C> v(n);
         for (size_t i = 0; i < n; ++i)
             v[i] = op == LOOM_PROD ? units[rng.next() % 4] : C(T(rng.small(-4, 4)), T(rng.small(-4, 4)));
-        std::memcpy(buf, v.data(), n * sizeof(C));
+        if (n) std::memcpy(buf, v.data(), n * sizeof(C));
     };
     c.combine = [](void *acc, const void *in, size_t n, loom_op_t op) {
         for (size_t i = 0; i < n; ++i) {
