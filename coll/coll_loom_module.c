@@ -160,9 +160,20 @@ static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
     return loom_datatype_from_mpi(dtype, out) == LOOM_SUCCESS;
 }
 
-/* Checks a reduction's type and op; on failure sets *why. */
+/* Checks a reduction's type and op; on failure sets *why. The last accepted
+ * pair is remembered: loops call with the same one. */
+static struct ompi_datatype_t *last_dtype;
+static struct ompi_op_t *last_op;
+static loom_datatype_t last_type;
+static loom_op_t last_lop;
+
 static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
                            loom_op_t *lop, enum coll_loom_fallback *why) {
+    if (dtype == last_dtype && op == last_op) {
+        *type = last_type;
+        *lop = last_lop;
+        return true;
+    }
     if (!loom_type(dtype, type)) {
         *why = COLL_LOOM_FALLBACK_DATATYPE;
         return false;
@@ -175,6 +186,10 @@ static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, 
         *why = COLL_LOOM_FALLBACK_TYPE_OP;
         return false;
     }
+    last_dtype = dtype;  /* predefined handles: never freed, safe to remember */
+    last_op = op;
+    last_type = *type;
+    last_lop = *lop;
     return true;
 }
 
@@ -215,7 +230,8 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         return false;
     }
     const char *algorithm = NULL;
-    loom_comm_last_algorithm(m->loom, names[c], &algorithm);
+    /* Which algorithm ran is only needed for the statistics. */
+    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, names[c], &algorithm);
     mca_coll_loom_count_call(c, bytes, algorithm);
     return true;
 }

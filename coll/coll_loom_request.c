@@ -121,7 +121,7 @@ static int start_one(mca_coll_loom_request_t *r) {
     }
     static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
     const char *algorithm = NULL;
-    loom_comm_last_algorithm(lc, names[r->collective], &algorithm);
+    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(lc, names[r->collective], &algorithm);
     size_t elem = 0;
     loom_datatype_size(r->type, &elem);
     mca_coll_loom_count_call(r->collective, (size_t)r->count * elem, algorithm);

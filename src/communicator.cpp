@@ -85,6 +85,20 @@ size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
 }
 
 Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
+    // Loops repeat one call: check the last plan before hashing.
+    if (last_plan_ && last_key_.collective == a.collective && last_key_.in_place == a.in_place &&
+        last_key_.count == a.count && last_key_.elem_size == a.elem_size &&
+        last_key_.config_generation == config_.generation() && last_key_.recv_counts == a.recv_counts) {
+        *out = last_plan_;
+        return LOOM_SUCCESS;
+    }
+    LOOM_RETURN_IF_ERROR(lookup_plan(a, out));
+    last_key_ = PlanKey{a.collective, a.in_place, a.count, a.elem_size, config_.generation(), a.recv_counts};
+    last_plan_ = *out;
+    return LOOM_SUCCESS;
+}
+
+Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     PlanKey key{a.collective, a.in_place, a.count, a.elem_size, config_.generation(), a.recv_counts};
     auto hit = cache_.find(key);
     if (hit != cache_.end()) {
@@ -100,6 +114,7 @@ Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
     while (lru_.size() > capacity) {
+        if (&lru_.back().second == last_plan_) last_plan_ = nullptr;  // evicted: forget the shortcut
         cache_.erase(lru_.back().first);
         lru_.pop_back();
     }

@@ -100,12 +100,15 @@ class Communicator {
         std::shared_ptr<const Program> program;
     };
     Status plan_for(const CollArgs &args, const CachedPlan **out);
+    Status lookup_plan(const CollArgs &args, const CachedPlan **out);
     Status start_into(Request &req, CollArgs args, const CallData &call);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
     std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
     std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
+    PlanKey last_key_{};
+    const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
     bool progressing_ = false;
