@@ -37,7 +37,9 @@ Status Execution::start() {
         held_.assign(keys, Program::kNoStep);
     }
     windows_clean_ = false;
-    ready_.assign(p.initial_ready.rbegin(), p.initial_ready.rend());  // popped from the back: program order
+    // Popped from the back: the last ready step first, which posts receives
+    // (no dependencies) before the copies and sends that wait on them.
+    ready_.assign(p.initial_ready.begin(), p.initial_ready.end());
     return run_ready();
 }
 

@@ -33,7 +33,10 @@ Status truncation(size_t sent, size_t room) {
 
 class InProcessTransport final : public Transport {
   public:
-    InProcessTransport(InProcessFabric &fabric, int rank) : fabric_(fabric), rank_(rank) {}
+    // hardware_concurrency() reads /sys on every call: ask once.
+    InProcessTransport(InProcessFabric &fabric, int rank)
+        : fabric_(fabric), rank_(rank),
+          oversubscribed_(static_cast<unsigned>(fabric.size()) > std::max(1u, std::thread::hardware_concurrency())) {}
     int rank() const override { return rank_; }
     int size() const override { return fabric_.size(); }
     const char *name() const override { return "inprocess"; }
@@ -110,14 +113,13 @@ class InProcessTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
-    bool oversubscribed() const override {
-        return static_cast<unsigned>(size()) > std::max(1u, std::thread::hardware_concurrency());
-    }
+    bool oversubscribed() const override { return oversubscribed_; }
     void progress() override {}  // nothing to drive: the other ranks deliver
 
   private:
     InProcessFabric &fabric_;
     int rank_;
+    bool oversubscribed_;
 };
 
 InProcessFabric::InProcessFabric(int nranks, InProcessProtocol protocol)
