@@ -108,6 +108,14 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
  * false while it does not (the caller falls back). */
 bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait);
 
+/* Argument checks shared by every form: true when Loom can take the call,
+ * else *why says what goes to the module below. */
+bool mca_coll_loom_reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
+                                  loom_op_t *lop, enum coll_loom_fallback *why);
+bool mca_coll_loom_movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
+                                 struct ompi_datatype_t *rdtype, loom_datatype_t *type,
+                                 enum coll_loom_fallback *why);
+
 /* statistics */
 void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
 void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);

@@ -167,7 +167,7 @@ static struct ompi_op_t *last_op;
 static loom_datatype_t last_type;
 static loom_op_t last_lop;
 
-static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
+bool mca_coll_loom_reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
                            loom_op_t *lop, enum coll_loom_fallback *why) {
     if (dtype == last_dtype && op == last_op) {
         *type = last_type;
@@ -194,7 +194,7 @@ static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, 
 }
 
 /* allgather/alltoall: one element type on both sides (or in place). */
-static bool movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
+bool mca_coll_loom_movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
                           struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
     if (!loom_type(rdtype, type)) {
         *why = COLL_LOOM_FALLBACK_DATATYPE;
@@ -252,7 +252,7 @@ int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         /* Open MPI's own communicator code passes sbuf == rbuf: same data,
          * so it is an in-place call. */
         int rc = loom_allreduce(sbuf == rbuf ? MPI_IN_PLACE : sbuf, rbuf, count, type, lop, m->loom);
@@ -271,7 +271,7 @@ int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         const int p = ompi_comm_size(comm);
         int64_t *counts = counts_to_int64(rcounts, p);
         if (counts) {
@@ -294,7 +294,7 @@ int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && reduction_args(dtype, op, &type, &lop, &why)) {
+    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         int rc = loom_reduce_scatter_block(sbuf, rbuf, rcount, type, lop, m->loom);
         if (loom_done(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, rc,
                       (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
@@ -312,7 +312,7 @@ int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+    if (mca_coll_loom_ready(m, true) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
         int rc = loom_allgather(sbuf, rbuf, rcount, type, m->loom);
         if (loom_done(m, COLL_LOOM_ALLGATHER, rc, (size_t)rcount * type_size(type))) return MPI_SUCCESS;
     } else {
@@ -327,7 +327,7 @@ int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+    if (mca_coll_loom_ready(m, true) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
         int rc = loom_alltoall(sbuf, rbuf, rcount, type, m->loom);
         if (loom_done(m, COLL_LOOM_ALLTOALL, rc, (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
             return MPI_SUCCESS;
@@ -340,9 +340,9 @@ int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
 /* ------------------------------------------------------------------ */
 /* nonblocking and persistent: same checks, then a request */
 
-#define NONBLOCKING(slot, coll, persistent, start_expr, fallback_call)                           \
+#define NONBLOCKING(coll, start_expr, fallback_call)                                              \
     do {                                                                                          \
-        if (rc_ready) {                                                                           \
+        if (loom_takes_it) {                                                                           \
             int rc_ = (start_expr);                                                               \
             if (rc_ == OMPI_SUCCESS) return MPI_SUCCESS;                                          \
         } else {                                                                                  \
@@ -358,8 +358,8 @@ int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct omp
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
-    NONBLOCKING(iallreduce, COLL_LOOM_ALLREDUCE, false,
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    NONBLOCKING(COLL_LOOM_ALLREDUCE,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type, lop,
                                                         false, request),
                 m->previous.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous.iallreduce_module));
@@ -372,10 +372,10 @@ int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcoun
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
-    int64_t *counts = rc_ready ? counts_to_int64(rcounts, ompi_comm_size(comm)) : NULL;
-    if (rc_ready && !counts) rc_ready = false;
-    if (rc_ready) {
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    int64_t *counts = loom_takes_it ? counts_to_int64(rcounts, ompi_comm_size(comm)) : NULL;
+    if (loom_takes_it && !counts) loom_takes_it = false;
+    if (loom_takes_it) {
         int rc = mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, counts, type, lop,
                                                          false, request);
         free(counts);  /* the request keeps its own copy */
@@ -394,8 +394,8 @@ int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     loom_datatype_t type;
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool rc_ready = mca_coll_loom_ready(m, false) && reduction_args(dtype, op, &type, &lop, &why);
-    NONBLOCKING(ireduce_scatter_block, COLL_LOOM_REDUCE_SCATTER_BLOCK, false,
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    NONBLOCKING(COLL_LOOM_REDUCE_SCATTER_BLOCK,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, NULL,
                                                         type, lop, false, request),
                 m->previous.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
@@ -408,8 +408,8 @@ int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool rc_ready = mca_coll_loom_ready(m, false) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    NONBLOCKING(iallgather, COLL_LOOM_ALLGATHER, false,
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    NONBLOCKING(COLL_LOOM_ALLGATHER,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),
                 m->previous.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
@@ -422,8 +422,8 @@ int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool rc_ready = mca_coll_loom_ready(m, false) && movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    NONBLOCKING(ialltoall, COLL_LOOM_ALLTOALL, false,
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    NONBLOCKING(COLL_LOOM_ALLTOALL,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),
                 m->previous.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,

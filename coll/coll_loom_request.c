@@ -236,40 +236,14 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
 static bool persistent_reduction_ok(mca_coll_loom_module_t *m, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     loom_datatype_t *type, loom_op_t *lop, enum coll_loom_fallback *why) {
     *why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (!mca_coll_loom_ready(m, false)) return false;
-    if (loom_datatype_from_mpi(dtype, type) != LOOM_SUCCESS) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
-        *why = COLL_LOOM_FALLBACK_OP;
-        return false;
-    }
-    if (!loom_op_supported(*type, *lop)) {
-        *why = COLL_LOOM_FALLBACK_TYPE_OP;
-        return false;
-    }
-    return true;
+    return mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, type, lop, why);
 }
 
 static bool persistent_movement_ok(mca_coll_loom_module_t *m, const void *sbuf, int scount,
                                    struct ompi_datatype_t *sdtype, int rcount, struct ompi_datatype_t *rdtype,
                                    loom_datatype_t *type, enum coll_loom_fallback *why) {
     *why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (!mca_coll_loom_ready(m, false)) return false;
-    if (loom_datatype_from_mpi(rdtype, type) != LOOM_SUCCESS) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) {
-        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
-        return false;
-    }
-    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    return true;
+    return mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, type, why);
 }
 
 int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
