@@ -169,7 +169,7 @@ Status Communicator::start_into(Request &req, CollArgs args, const CallData &cal
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;
-    req.program_ = plan->program;
+    if (req.program_ != plan->program) req.program_ = plan->program;  // keeps it alive; no refcount churn in loops
     ExecutionBuffers eb;
     eb.output = call.recvbuf;
     eb.elem_size = args.elem_size;
@@ -192,8 +192,8 @@ Status Communicator::start_into(Request &req, CollArgs args, const CallData &cal
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
     next_tag_ = next_tag_ >= transport_->max_tag() ? 0 : next_tag_ + 1;
-    if (req.execution_) req.execution_->reset(plan->program, tag, eb);
-    else req.execution_ = std::make_unique<Execution>(plan->program, *transport_, tag, eb);
+    if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
+    else req.execution_ = std::make_unique<Execution>(req.program_.get(), *transport_, tag, eb);
     LOOM_RETURN_IF_ERROR(req.execution_->start());
     active_.push_back(&req);
     return LOOM_SUCCESS;

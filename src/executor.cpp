@@ -4,12 +4,11 @@
 
 namespace loom {
 
-Execution::Execution(std::shared_ptr<const Program> program, Transport &transport, uint32_t tag,
-                     const ExecutionBuffers &buffers)
-    : program_(std::move(program)), transport_(transport), tag_(tag), buffers_(buffers) {}
+Execution::Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers)
+    : program_(program), transport_(transport), tag_(tag), buffers_(buffers) {}
 
-void Execution::reset(std::shared_ptr<const Program> program, uint32_t tag, const ExecutionBuffers &buffers) {
-    program_ = std::move(program);
+void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers) {
+    program_ = program;
     tag_ = tag;
     buffers_ = buffers;
     active_.clear();

@@ -21,11 +21,11 @@ struct ExecutionBuffers {
 
 class Execution {
   public:
-    Execution(std::shared_ptr<const Program> program, Transport &transport, uint32_t tag,
-              const ExecutionBuffers &buffers);
+    // `program` must outlive the execution (the Request owns it).
+    Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers);
     // Re-arms for another run, keeping the vectors' capacity (no allocation
     // on the small-message path).
-    void reset(std::shared_ptr<const Program> program, uint32_t tag, const ExecutionBuffers &buffers);
+    void reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers);
     // Posts/runs everything that is ready. Call once, then progress() until done.
     Status start();
     // Advances; sets *done when every step has completed.
@@ -40,7 +40,7 @@ class Execution {
     void release(StepId id);
     unsigned char *address(const Slice &s) const;
 
-    std::shared_ptr<const Program> program_;
+    const Program *program_;
     Transport &transport_;
     uint32_t tag_;
     ExecutionBuffers buffers_;

@@ -66,7 +66,7 @@ inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<Ra
             snapshot[r].assign(in_place_at, in_place_at + args.input_count() * args.elem_size);
             eb.input = snapshot[r].data();
         }
-        execs.push_back(std::make_unique<Execution>(set.programs[r], *transports[r], 7, eb));
+        execs.push_back(std::make_unique<Execution>(set.programs[r].get(), *transports[r], 7, eb));
     }
     for (int r = 0; r < p; ++r)
         if (execs[r]->start() != LOOM_SUCCESS)
