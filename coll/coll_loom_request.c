@@ -17,7 +17,6 @@ typedef struct mca_coll_loom_request_t {
     ompi_request_t super;
     mca_coll_loom_module_t *module;
     loom_request_t running;  /* the libloom request while active, else NULL */
-    bool in_active_list;
     /* the call, kept for persistent restarts */
     enum coll_loom_collective collective;
     const void *sbuf;
@@ -57,7 +56,6 @@ static int loom_progress(void) {
         }
         r->running = NULL;
         active[i] = active[--active_count];
-        r->in_active_list = false;
         r->super.req_status.MPI_ERROR = rc == LOOM_SUCCESS ? MPI_SUCCESS : MPI_ERR_INTERN;
         r->super.req_status._cancelled = 0;
         ompi_request_complete(&r->super, true);
@@ -86,7 +84,6 @@ static int activate(mca_coll_loom_request_t *r) {
         active_capacity = cap;
     }
     active[active_count++] = r;
-    r->in_active_list = true;
     if (!progress_registered) {
         opal_progress_register(loom_progress);
         progress_registered = true;
@@ -177,7 +174,6 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->super.req_start = persistent ? request_start : NULL;
     r->module = m;
     r->running = NULL;
-    r->in_active_list = false;
     r->collective = c;
     /* Open MPI's communicator code passes sbuf == rbuf: an in-place call. */
     r->sbuf = (c == COLL_LOOM_ALLREDUCE && sbuf == rbuf) ? MPI_IN_PLACE : sbuf;

@@ -169,20 +169,6 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     return LOOM_SUCCESS;
 }
 
-int loom_comm_adopt(MPI_Comm comm, int oversubscribed, loom_comm_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_adopt: out is NULL");
-    *out = nullptr;
-    Config config;
-    LOOM_RETURN_IF_ERROR(config.load_environment());
-    std::unique_ptr<Transport> transport;
-    LOOM_RETURN_IF_ERROR(adopt_mpi_transport(comm, oversubscribed != 0, &transport));
-    auto *c = new (std::nothrow) loom_comm;
-    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
-    c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
-    *out = c;
-    return LOOM_SUCCESS;
-}
-
 int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out) {
     if (!out || !transport) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_create_with_transport: NULL argument");
     *out = nullptr;

@@ -44,7 +44,6 @@ Status Request::wait() {
     for (;;) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;
-        comm_->transport().progress();
         if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
     }
 }

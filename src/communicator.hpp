@@ -25,7 +25,6 @@ class Request {
     ~Request();
     Status test(bool *done);
     Status wait();
-    bool done() const { return finished_; }
 
   private:
     friend class Communicator;

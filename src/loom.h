@@ -76,11 +76,6 @@ const char *loom_last_error(void);
  * and reads LOOM_* environment variables; loom_comm_free is collective too. */
 int loom_comm_create(MPI_Comm comm, loom_comm_t *out);
 int loom_comm_free(loom_comm_t *comm);
-/* Uses `comm` as it is, without duplicating it and without communicating:
- * for callers that already own a private communicator (the coll/loom Open
- * MPI component). The caller frees `comm` after loom_comm_free.
- * `oversubscribed` says whether waiting ranks must yield their core. */
-int loom_comm_adopt(MPI_Comm comm, int oversubscribed, loom_comm_t *out);
 int loom_comm_rank(loom_comm_t comm, int *rank);
 int loom_comm_size(loom_comm_t comm, int *size);
 /* Set a parameter for this communicator, e.g. ("allreduce_algorithm", "ring").

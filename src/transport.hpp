@@ -38,8 +38,6 @@ class Transport {
         }
         return LOOM_SUCCESS;
     }
-    // Lets other work (other ranks, the MPI library) progress; called by waits.
-    virtual void progress() {}
     // True when this rank shares its cores with more ranks than there are
     // cores: a waiting rank must then give its core away between polls, or
     // the rank it waits for cannot run. Otherwise spinning is faster.

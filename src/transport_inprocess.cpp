@@ -114,7 +114,6 @@ class InProcessTransport final : public Transport {
     }
 
     bool oversubscribed() const override { return oversubscribed_; }
-    void progress() override {}  // nothing to drive: the other ranks deliver
 
   private:
     InProcessFabric &fabric_;

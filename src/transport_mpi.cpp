@@ -33,16 +33,14 @@ Status mpi_error(int rc, const char *what, int peer) {
 
 class MpiTransport final : public Transport {
   public:
-    MpiTransport(MPI_Comm comm, bool owns_comm, int rank, int size, uint32_t max_tag, MPI_Datatype unit,
-                 bool oversubscribed)
-        : comm_(comm), owns_comm_(owns_comm), rank_(rank), size_(size), max_tag_(max_tag), unit_(unit),
-          oversubscribed_(oversubscribed) {}
+    MpiTransport(MPI_Comm comm, int rank, int size, uint32_t max_tag, MPI_Datatype unit, bool oversubscribed)
+        : comm_(comm), rank_(rank), size_(size), max_tag_(max_tag), unit_(unit), oversubscribed_(oversubscribed) {}
     bool oversubscribed() const override { return oversubscribed_; }
     ~MpiTransport() override {
         int finalized = 0;
         MPI_Finalized(&finalized);
         if (!finalized) {
-            if (owns_comm_) MPI_Comm_free(&comm_);
+            MPI_Comm_free(&comm_);
             MPI_Type_free(&unit_);
         }
     }
@@ -112,7 +110,6 @@ class MpiTransport final : public Transport {
     std::vector<MPI_Request> requests_;
     std::vector<int> indices_;
     MPI_Comm comm_;
-    bool owns_comm_;
     int rank_, size_;
     uint32_t max_tag_;
     MPI_Datatype unit_;
@@ -143,7 +140,7 @@ bool node_is_oversubscribed(MPI_Comm comm) {
     return local > cores;
 }
 
-Status make_transport(MPI_Comm comm, bool owns, bool oversubscribed, std::unique_ptr<Transport> *out) {
+Status make_transport(MPI_Comm comm, bool oversubscribed, std::unique_ptr<Transport> *out) {
     int rank, size, flag = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -153,7 +150,7 @@ Status make_transport(MPI_Comm comm, bool owns, bool oversubscribed, std::unique
     MPI_Datatype unit;
     MPI_Type_contiguous(static_cast<int>(kUnitBytes), MPI_BYTE, &unit);
     MPI_Type_commit(&unit);
-    *out = std::make_unique<MpiTransport>(comm, owns, rank, size, max_tag, unit, oversubscribed);
+    *out = std::make_unique<MpiTransport>(comm, rank, size, max_tag, unit, oversubscribed);
     return LOOM_SUCCESS;
 }
 
@@ -175,12 +172,7 @@ Status make_mpi_transport(MPI_Comm user_comm, std::unique_ptr<Transport> *out) {
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup", -1);
     // Loom reports errors as status codes; it must not abort the job.
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    return make_transport(dup, true, node_is_oversubscribed(dup), out);
-}
-
-Status adopt_mpi_transport(MPI_Comm comm, bool oversubscribed, std::unique_ptr<Transport> *out) {
-    if (comm == MPI_COMM_NULL) return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is MPI_COMM_NULL");
-    return make_transport(comm, false, oversubscribed, out);
+    return make_transport(dup, node_is_oversubscribed(dup), out);
 }
 
 }  // namespace loom

@@ -10,7 +10,5 @@ namespace loom {
 
 // Duplicates `user_comm` (collective over it).
 Status make_mpi_transport(MPI_Comm user_comm, std::unique_ptr<Transport> *out);
-// Uses `comm` as is (no communication); the caller keeps ownership.
-Status adopt_mpi_transport(MPI_Comm comm, bool oversubscribed, std::unique_ptr<Transport> *out);
 
 }  // namespace loom
