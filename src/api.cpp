@@ -142,6 +142,15 @@ Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loo
     return start_call(comm, a, s, r, t, LOOM_SUM, false, req);
 }
 
+// Wraps a transport into a public communicator with `config`.
+Status new_communicator(Config config, std::unique_ptr<Transport> transport, loom_comm_t *out) {
+    auto *c = new (std::nothrow) loom_comm;
+    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
+    c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
+    *out = c;
+    return LOOM_SUCCESS;
+}
+
 }  // namespace
 }  // namespace loom
 
@@ -162,11 +171,7 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     LOOM_RETURN_IF_ERROR(config.load_environment());
     std::unique_ptr<Transport> transport;
     LOOM_RETURN_IF_ERROR(make_mpi_transport(comm, &transport));
-    auto *c = new (std::nothrow) loom_comm;
-    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
-    c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
-    *out = c;
-    return LOOM_SUCCESS;
+    return new_communicator(std::move(config), std::move(transport), out);
 }
 
 int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out) {
@@ -176,11 +181,7 @@ int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm
     LOOM_RETURN_IF_ERROR(config.load_environment());
     std::unique_ptr<Transport> t;
     LOOM_RETURN_IF_ERROR(make_external_transport(*transport, &t));
-    auto *c = new (std::nothrow) loom_comm;
-    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
-    c->impl = std::make_unique<Communicator>(std::move(t), std::move(config));
-    *out = c;
-    return LOOM_SUCCESS;
+    return new_communicator(std::move(config), std::move(t), out);
 }
 
 int loom_param_count(void) { return static_cast<int>(param_table().size()); }

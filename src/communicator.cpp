@@ -125,13 +125,17 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     return LOOM_SUCCESS;
 }
 
-Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
+void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const {
     args.nranks = size();
     args.elem_size = datatype_info(type)->size;
     args.in_place = in_place;
     args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
     args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
     args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
+}
+
+Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
+    complete_args(args, type, in_place);
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
     if (algorithm) *algorithm = plan->algorithm->name;
@@ -146,13 +150,7 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
 }
 
 Status Communicator::start_into(Request &req, CollArgs args, const CallData &call) {
-    const DatatypeInfo *type = datatype_info(call.type);
-    args.nranks = size();
-    args.elem_size = type->size;
-    args.in_place = call.in_place;
-    args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
-    args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
-    args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
+    complete_args(args, call.type, call.in_place);
 
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));

@@ -98,6 +98,9 @@ class Communicator {
         std::string why;
         std::shared_ptr<const Program> program;
     };
+    // Fills what a call's plan depends on besides its shape: rank count,
+    // element size, in-place, and the algorithm knobs of the parameters.
+    void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
     Status plan_for(const CollArgs &args, const CachedPlan **out);
     Status lookup_plan(const CollArgs &args, const CachedPlan **out);
     Status start_into(Request &req, CollArgs args, const CallData &call);

@@ -50,31 +50,16 @@ class MpiTransport final : public Transport {
     uint32_t max_tag() const override { return max_tag_; }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
-        HandlePair pair{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
-        const size_t rest = bytes - units * kUnitBytes;
-        int rc = MPI_SUCCESS;
-        if (units) rc = MPI_Isend(buf, static_cast<int>(units), unit_, peer, static_cast<int>(tag), comm_, &pair.bulk);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(static_cast<const char *>(buf) + units * kUnitBytes, static_cast<int>(rest), MPI_BYTE, peer,
-                           static_cast<int>(tag), comm_, &pair.rest);
-        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Isend", peer);
-        std::memcpy(h->bytes, &pair, sizeof(pair));
-        return LOOM_SUCCESS;
+        return post_pair(const_cast<void *>(buf), bytes, "MPI_Isend", peer, h,
+                         [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
+                             return MPI_Isend(b, n, type, peer, static_cast<int>(tag), comm_, req);
+                         });
     }
 
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
-        HandlePair pair{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
-        const size_t rest = bytes - units * kUnitBytes;
-        int rc = MPI_SUCCESS;
-        if (units) rc = MPI_Irecv(buf, static_cast<int>(units), unit_, peer, static_cast<int>(tag), comm_, &pair.bulk);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Irecv(static_cast<char *>(buf) + units * kUnitBytes, static_cast<int>(rest), MPI_BYTE, peer,
-                           static_cast<int>(tag), comm_, &pair.rest);
-        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Irecv", peer);
-        std::memcpy(h->bytes, &pair, sizeof(pair));
-        return LOOM_SUCCESS;
+        return post_pair(buf, bytes, "MPI_Irecv", peer, h, [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
+            return MPI_Irecv(b, n, type, peer, static_cast<int>(tag), comm_, req);
+        });
     }
 
     Status test(TransportHandle *h, bool *done) override {
@@ -107,6 +92,22 @@ class MpiTransport final : public Transport {
     }
 
   private:
+    // Posts `bytes` as whole 1 MiB units plus a byte remainder (two requests
+    // under one handle) with `post(buf, count, type, request)`.
+    template <typename Post>
+    Status post_pair(void *buf, size_t bytes, const char *what, int peer, TransportHandle *h, Post post) {
+        HandlePair pair{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
+        const size_t rest = bytes - units * kUnitBytes;
+        int rc = MPI_SUCCESS;
+        if (units) rc = post(buf, static_cast<int>(units), unit_, &pair.bulk);
+        if (rc == MPI_SUCCESS)
+            rc = post(static_cast<char *>(buf) + units * kUnitBytes, static_cast<int>(rest), MPI_BYTE, &pair.rest);
+        if (rc != MPI_SUCCESS) return mpi_error(rc, what, peer);
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        return LOOM_SUCCESS;
+    }
+
     std::vector<MPI_Request> requests_;
     std::vector<int> indices_;
     MPI_Comm comm_;
