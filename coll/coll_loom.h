@@ -116,16 +116,35 @@ bool mca_coll_loom_movement_args(const void *sbuf, int scount, struct ompi_datat
                                  struct ompi_datatype_t *rdtype, loom_datatype_t *type,
                                  enum coll_loom_fallback *why);
 
+/* "allreduce", "reduce_scatter", ...: libloom's and the statistics' names. */
+const char *mca_coll_loom_collective_name(enum coll_loom_collective c);
+
+/* The nonblocking and persistent slots: if Loom takes the call (`loom_takes_it`)
+ * and starting it succeeds, done; otherwise hand it to the module below.
+ * A refusal by the argument checks is counted here with `why`; a refusal by
+ * libloom is counted where it happens. */
+#define COLL_LOOM_OR_PREVIOUS(coll, loom_takes_it, why, start, previous) \
+    do {                                                              \
+        if (loom_takes_it) {                                          \
+            if ((start) == OMPI_SUCCESS) return MPI_SUCCESS;          \
+        } else {                                                      \
+            mca_coll_loom_count_fallback(coll, why);                  \
+        }                                                             \
+        return (previous);                                            \
+    } while (0)
+
 /* statistics */
 void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
 void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);
 void mca_coll_loom_print_stats(void);
 
 /* requests: nonblocking and persistent collectives */
+/* Creates the request of a nonblocking (started now) or persistent (started
+ * by MPI_Start) call. `rcounts` is reduce_scatter's, else NULL. */
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
-                                            const void *sbuf, void *rbuf, int64_t count,
-                                            const int64_t *counts, loom_datatype_t type, loom_op_t op,
-                                            bool persistent, ompi_request_t **request);
+                                            const void *sbuf, void *rbuf, int64_t count, const int *rcounts,
+                                            loom_datatype_t type, loom_op_t op, bool persistent,
+                                            ompi_request_t **request);
 void mca_coll_loom_progress_fini(void);
 bool mca_coll_loom_in_progress_callback(void);
 

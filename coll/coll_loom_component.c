@@ -33,6 +33,8 @@ mca_coll_loom_component_t mca_coll_loom_component = {
 
 static const char *collective_names[COLL_LOOM_NCOLLECTIVES] = {"allreduce", "reduce_scatter",
                                                                "reduce_scatter_block", "allgather", "alltoall"};
+const char *mca_coll_loom_collective_name(enum coll_loom_collective c) { return collective_names[c]; }
+
 static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
     "datatype not a predefined contiguous type",
     "user-defined op",

@@ -221,17 +221,16 @@ static size_t type_size(loom_datatype_t t) {
 
 /* Records a finished Loom call, or reports libloom's refusal. */
 static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
-    static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
     if (rc != LOOM_SUCCESS) {
         if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
-            fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n", names[c],
+            fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n", mca_coll_loom_collective_name(c),
                     loom_strerror(rc), loom_last_error());
         mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
         return false;
     }
     const char *algorithm = NULL;
     /* Which algorithm ran is only needed for the statistics. */
-    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, names[c], &algorithm);
+    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, mca_coll_loom_collective_name(c), &algorithm);
     mca_coll_loom_count_call(c, bytes, algorithm);
     return true;
 }
@@ -340,16 +339,6 @@ int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
 /* ------------------------------------------------------------------ */
 /* nonblocking and persistent: same checks, then a request */
 
-#define NONBLOCKING(coll, start_expr, fallback_call)                                              \
-    do {                                                                                          \
-        if (loom_takes_it) {                                                                           \
-            int rc_ = (start_expr);                                                               \
-            if (rc_ == OMPI_SUCCESS) return MPI_SUCCESS;                                          \
-        } else {                                                                                  \
-            mca_coll_loom_count_fallback(coll, why);                                              \
-        }                                                                                         \
-        return fallback_call;                                                                     \
-    } while (0)
 
 int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                              struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -359,7 +348,7 @@ int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct omp
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
     bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    NONBLOCKING(COLL_LOOM_ALLREDUCE,
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type, lop,
                                                         false, request),
                 m->previous.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous.iallreduce_module));
@@ -373,18 +362,11 @@ int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcoun
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
     bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    int64_t *counts = loom_takes_it ? counts_to_int64(rcounts, ompi_comm_size(comm)) : NULL;
-    if (loom_takes_it && !counts) loom_takes_it = false;
-    if (loom_takes_it) {
-        int rc = mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, counts, type, lop,
-                                                         false, request);
-        free(counts);  /* the request keeps its own copy */
-        if (rc == OMPI_SUCCESS) return MPI_SUCCESS;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
-    }
-    return m->previous.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                       m->previous.ireduce_scatter_module);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
+                          mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts,
+                                                                  type, lop, false, request),
+                          m->previous.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                                      m->previous.ireduce_scatter_module));
 }
 
 int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
@@ -395,7 +377,7 @@ int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
     bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    NONBLOCKING(COLL_LOOM_REDUCE_SCATTER_BLOCK,
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, NULL,
                                                         type, lop, false, request),
                 m->previous.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
@@ -409,7 +391,7 @@ int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
     bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    NONBLOCKING(COLL_LOOM_ALLGATHER,
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),
                 m->previous.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
@@ -423,7 +405,7 @@ int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
     loom_datatype_t type;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
     bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    NONBLOCKING(COLL_LOOM_ALLTOALL,
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),
                 m->previous.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,

@@ -116,9 +116,9 @@ static int start_one(mca_coll_loom_request_t *r) {
         r->running = NULL;
         return rc;
     }
-    static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
     const char *algorithm = NULL;
-    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(lc, names[r->collective], &algorithm);
+    if (mca_coll_loom_component.stats)
+        loom_comm_last_algorithm(lc, mca_coll_loom_collective_name(r->collective), &algorithm);
     size_t elem = 0;
     loom_datatype_size(r->type, &elem);
     mca_coll_loom_count_call(r->collective, (size_t)r->count * elem, algorithm);
@@ -160,7 +160,7 @@ static int request_cancel(ompi_request_t *request, int complete) {
 }
 
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
-                                            const void *sbuf, void *rbuf, int64_t count, const int64_t *counts,
+                                            const void *sbuf, void *rbuf, int64_t count, const int *rcounts,
                                             loom_datatype_t type, loom_op_t op, bool persistent,
                                             ompi_request_t **request) {
     mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
@@ -182,7 +182,7 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->counts = NULL;
     r->type = type;
     r->op = op;
-    if (counts) {
+    if (rcounts) {  /* libloom takes 64-bit counts; the request keeps them for restarts */
         const int p = ompi_comm_size(m->comm);
         r->counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
         if (!r->counts) {
@@ -190,16 +190,14 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
             OBJ_RELEASE(r);
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        memcpy(r->counts, counts, sizeof(int64_t) * (size_t)p);
         r->count = 0;
-        for (int i = 0; i < p; ++i) r->count += counts[i];
+        for (int i = 0; i < p; ++i) r->count += r->counts[i] = rcounts[i];
     }
     int rc = LOOM_SUCCESS;
     if (persistent) {
         /* Choose the algorithm now, so a forced one that cannot run this
          * call is handed back at init rather than failing MPI_Start. */
-        static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
-        rc = loom_comm_prepare(m->loom, names[c], r->count, r->counts, type, r->sbuf == MPI_IN_PLACE, NULL);
+        rc = loom_comm_prepare(m->loom, mca_coll_loom_collective_name(c), r->count, r->counts, type, r->sbuf == MPI_IN_PLACE, NULL);
     } else {
         rc = start_one(r);
     }
@@ -219,28 +217,6 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
 /* ------------------------------------------------------------------ */
 /* persistent: checked once at init, started by MPI_Start */
 
-#define INIT_OR_FALLBACK(coll, ok, make, fallback)                                  \
-    do {                                                                            \
-        if (ok) {                                                                   \
-            if ((make) == OMPI_SUCCESS) return MPI_SUCCESS;                         \
-        } else {                                                                    \
-            mca_coll_loom_count_fallback(coll, why);                                \
-        }                                                                           \
-        return (fallback);                                                          \
-    } while (0)
-
-static bool persistent_reduction_ok(mca_coll_loom_module_t *m, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                    loom_datatype_t *type, loom_op_t *lop, enum coll_loom_fallback *why) {
-    *why = COLL_LOOM_FALLBACK_NOT_READY;
-    return mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, type, lop, why);
-}
-
-static bool persistent_movement_ok(mca_coll_loom_module_t *m, const void *sbuf, int scount,
-                                   struct ompi_datatype_t *sdtype, int rcount, struct ompi_datatype_t *rdtype,
-                                   loom_datatype_t *type, enum coll_loom_fallback *why) {
-    *why = COLL_LOOM_FALLBACK_NOT_READY;
-    return mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, type, why);
-}
 
 int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                  struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
@@ -248,9 +224,9 @@ int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why;
-    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
-    INIT_OR_FALLBACK(COLL_LOOM_ALLREDUCE, ok,
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type,
                                                              lop, true, request),
                      m->previous.allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
@@ -264,23 +240,13 @@ int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *r
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why;
-    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
-    if (ok) {
-        const int p = ompi_comm_size(comm);
-        int64_t *counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
-        if (counts) {
-            for (int i = 0; i < p; ++i) counts[i] = rcounts[i];
-            int rc = mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, counts, type,
-                                                             lop, true, request);
-            free(counts);
-            if (rc == OMPI_SUCCESS) return MPI_SUCCESS;
-        }
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
-    }
-    return m->previous.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
-                                           m->previous.reduce_scatter_init_module);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
+                          mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts, type,
+                                                                  lop, true, request),
+                          m->previous.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                                                          m->previous.reduce_scatter_init_module));
 }
 
 int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
@@ -290,9 +256,9 @@ int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rc
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why;
-    bool ok = persistent_reduction_ok(m, dtype, op, &type, &lop, &why);
-    INIT_OR_FALLBACK(COLL_LOOM_REDUCE_SCATTER_BLOCK, ok,
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount,
                                                              NULL, type, lop, true, request),
                      m->previous.reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
@@ -304,9 +270,10 @@ int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datat
                                  struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why;
-    bool ok = persistent_movement_ok(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    INIT_OR_FALLBACK(COLL_LOOM_ALLGATHER, ok,
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool loom_takes_it = mca_coll_loom_ready(m, false) &&
+              mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
                                                              LOOM_SUM, true, request),
                      m->previous.allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
@@ -318,9 +285,10 @@ int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why;
-    bool ok = persistent_movement_ok(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    INIT_OR_FALLBACK(COLL_LOOM_ALLTOALL, ok,
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
+    bool loom_takes_it = mca_coll_loom_ready(m, false) &&
+              mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
                                                              LOOM_SUM, true, request),
                      m->previous.alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
