@@ -91,6 +91,13 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
         release_previous(m);
         return OMPI_ERROR;
     }
+    /* Persistent slots are optional below Loom (only libnbc fills them): take
+     * one only where there is a module to hand refusals to. */
+    if (!m->previous.allreduce_init) m->super.coll_allreduce_init = NULL;
+    if (!m->previous.reduce_scatter_init) m->super.coll_reduce_scatter_init = NULL;
+    if (!m->previous.reduce_scatter_block_init) m->super.coll_reduce_scatter_block_init = NULL;
+    if (!m->previous.allgather_init) m->super.coll_allgather_init = NULL;
+    if (!m->previous.alltoall_init) m->super.coll_alltoall_init = NULL;
     /* A blocking dup here would hang (selection runs inside a progress
      * callback); start a nonblocking one whose communicator excludes Loom
      * itself, and finish it at the first collective that finds it done. */
