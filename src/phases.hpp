@@ -35,4 +35,11 @@ void allgather_doubling(const Fold &fold, const BlockLayout &blocks, int rank, S
 void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, Slice work, Slice result,
                         ProgramBuilder &b);
 
+// Allreduce by whole-vector exchanges: log_radix(p) rounds, in each every core
+// rank swaps its vector with the radix-1 ranks differing from it in one
+// base-radix digit and reduces; ranks outside the core (the largest power of
+// `radix` not above p) hand their vector to a carrier first and get the result
+// back. Radix 2 is recursive doubling. The output holds the input on entry.
+void allreduce_by_digit_exchange(const CollArgs &a, int rank, int radix, ProgramBuilder &b);
+
 }  // namespace loom
