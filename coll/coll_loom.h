@@ -92,11 +92,19 @@ typedef struct mca_coll_loom_module_t {
     ompi_communicator_t *private_comm;  /* Loom's traffic: no tag clashes with libnbc or the user */
     ompi_request_t *idup_request;       /* creating private_comm, started in enable */
     loom_comm_t loom;
+    loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
+    int shm_local_ranks;                /* ranks of this node in comm (0: no shared memory) */
     enum coll_loom_state state;
     bool previous_saved;
     coll_loom_previous_t previous;
 } mca_coll_loom_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
+
+/* Shared memory between the ranks of comm on this node: the inbox is created
+ * in enable, before the private duplicate starts, so that every peer's inbox
+ * exists once the duplicate is complete; attach maps them. */
+void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm);
+int mca_coll_loom_shm_attach(mca_coll_loom_module_t *m);
 
 /* component */
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);

@@ -18,6 +18,8 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->private_comm = NULL;
     m->idup_request = NULL;
     m->loom = NULL;
+    m->shm_inbox = NULL;
+    m->shm_local_ranks = 0;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
     memset(&m->previous, 0, sizeof(m->previous));
@@ -44,6 +46,7 @@ static void release_previous(mca_coll_loom_module_t *m) {
 static void module_destruct(mca_coll_loom_module_t *m) {
     if (m->comm == &ompi_mpi_comm_world.comm && ompi_comm_rank(m->comm) == 0) mca_coll_loom_print_stats();
     if (m->loom) loom_comm_free(&m->loom);
+    if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
     if (m->idup_request) {
         ompi_request_wait(&m->idup_request, MPI_STATUS_IGNORE);
         m->idup_request = NULL;
@@ -102,6 +105,9 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
      * callback); start a nonblocking one whose communicator excludes Loom
      * itself, and finish it at the first collective that finds it done. */
     if (!m->private_comm && !m->idup_request) {
+        /* The inbox exists before the duplicate starts: a peer that sees the
+         * duplicate complete may map it at once. */
+        mca_coll_loom_shm_create_inbox(m, comm);
         opal_info_t *info = OBJ_NEW(opal_info_t);
         opal_info_set(info, "ompi_comm_coll_preference", "^loom");
         int rc = ompi_comm_idup_with_info(comm, info, &m->private_comm, &m->idup_request);
@@ -155,6 +161,14 @@ bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
     }
     if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
     if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");
+    /* After the parameters: shm_max_bytes is read when attaching. A rank
+     * that cannot attach must not run Loom while its peers expect it to
+     * read their messages from its inbox; it cannot fall back alone either,
+     * so this is reported loudly (it means /dev/shm vanished under us). */
+    if (mca_coll_loom_shm_attach(m) != LOOM_SUCCESS) {
+        m->state = COLL_LOOM_FAILED;
+        return false;
+    }
     m->state = COLL_LOOM_READY;
     return true;
 }

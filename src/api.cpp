@@ -1,16 +1,24 @@
 // The public C API (loom.h): argument checking with clear messages, then the
 // Communicator does the work.
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <numeric>
 
 #include "communicator.hpp"
+#include "shared_memory_mpi.hpp"
 #include "transport_external.hpp"
 #include "transport_mpi.hpp"
 
 struct loom_comm {
     std::unique_ptr<loom::Communicator> impl;
+};
+struct loom_shm_inbox {
+    loom::SharedMemoryNode node;
+    std::string key;
+    int rank = 0;
 };
 struct loom_request {
     std::unique_ptr<loom::Request> impl;
@@ -171,7 +179,57 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     LOOM_RETURN_IF_ERROR(config.load_environment());
     std::unique_ptr<Transport> transport;
     LOOM_RETURN_IF_ERROR(make_mpi_transport(comm, &transport));
-    return new_communicator(std::move(config), std::move(transport), out);
+    LOOM_RETURN_IF_ERROR(new_communicator(std::move(config), std::move(transport), out));
+    Status st = attach_shared_memory_mpi(comm, *(*out)->impl);
+    if (st != LOOM_SUCCESS) {
+        delete *out;
+        *out = nullptr;
+    }
+    return st;
+}
+
+int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const int *local_ranks, int nlocal,
+                          loom_shm_inbox_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: out is NULL");
+    *out = nullptr;
+    if (!key || !*key || std::strchr(key, '/'))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: key must be a non-empty name without '/'");
+    if (!local_ranks || nlocal < 2)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: a node group needs at least 2 ranks");
+    auto inbox = std::make_unique<loom_shm_inbox>();
+    inbox->key = key;
+    inbox->rank = rank;
+    inbox->node.identity = identity;
+    inbox->node.local_ranks.assign(local_ranks, local_ranks + nlocal);
+    const auto &lr = inbox->node.local_ranks;
+    if (!std::is_sorted(lr.begin(), lr.end()) || std::adjacent_find(lr.begin(), lr.end()) != lr.end() ||
+        std::find(lr.begin(), lr.end(), rank) == lr.end())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: local_ranks must be distinct, ascending and "
+                                               "include rank " + std::to_string(rank));
+    LOOM_RETURN_IF_ERROR(shm_create_inbox(inbox->key, rank, &inbox->node));
+    *out = inbox.release();
+    return LOOM_SUCCESS;
+}
+
+int loom_shm_inbox_free(loom_shm_inbox_t *inbox) {
+    if (!inbox) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_free: NULL argument");
+    delete *inbox;
+    *inbox = nullptr;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!inbox || !*inbox) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_attach_shared_memory: inbox is NULL");
+    std::unique_ptr<loom_shm_inbox> owned(*inbox);
+    *inbox = nullptr;
+    if (owned->rank != comm->impl->rank())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_attach_shared_memory: the inbox was created for rank " +
+                                                   std::to_string(owned->rank) + ", the communicator's rank is " +
+                                                   std::to_string(comm->impl->rank()));
+    if (comm->impl->config().integer(kParamSharedMemory) == 0) return LOOM_SUCCESS;
+    LOOM_RETURN_IF_ERROR(shm_open_peers(owned->key, owned->rank, &owned->node));
+    return comm->impl->attach_shared_memory(std::move(owned->node));
 }
 
 int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out) {

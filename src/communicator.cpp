@@ -149,7 +149,19 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
     return LOOM_SUCCESS;
 }
 
+Status Communicator::attach_shared_memory(SharedMemoryNode node) {
+    if (started_any_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
+    std::unique_ptr<Transport> wrapped;
+    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node),
+                                                      static_cast<size_t>(config_.integer(kParamShmMaxBytes)),
+                                                      &wrapped));
+    transport_ = std::move(wrapped);
+    return LOOM_SUCCESS;
+}
+
 Status Communicator::start_into(Request &req, CollArgs args, const CallData &call) {
+    started_any_ = true;
     complete_args(args, call.type, call.in_place);
 
     const CachedPlan *plan = nullptr;

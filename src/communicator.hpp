@@ -12,6 +12,7 @@
 #include "params.hpp"
 #include "selector.hpp"
 #include "transport.hpp"
+#include "transport_shared_memory.hpp"
 
 namespace loom {
 
@@ -61,6 +62,11 @@ class Communicator {
     Status run(const CollArgs &args, const CallData &call);
     // Selects and builds (caches) the plan without running it.
     Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
+
+    // Sends messages to ranks of this node through shared memory (up to the
+    // shm_max_bytes parameter). Only before the first collective: executions
+    // keep a reference to the transport.
+    Status attach_shared_memory(SharedMemoryNode node);
 
     // Progresses every active request once.
     Status progress_all();
@@ -114,6 +120,7 @@ class Communicator {
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
     bool progressing_ = false;
+    bool started_any_ = false;
     friend class Request;
 };
 

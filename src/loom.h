@@ -93,7 +93,9 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
 /* A transport supplied by the caller: the coll/loom component posts through
  * Open MPI's PML with it. Functions return 0 on success. Handles are opaque;
  * test_many sets done[i] for each of n handles, and a handle reported done
- * is released by the transport. Messages between a pair with one tag must
+ * is released by the transport; with n = 0 it only drives the caller's
+ * progress engine once (Loom calls it so when it polls shared memory and
+ * has nothing else to wait for). Messages between a pair with one tag must
  * match in posting order (MPI's rule). */
 typedef struct loom_transport {
     void *context;
@@ -106,6 +108,23 @@ typedef struct loom_transport {
 /* Creates a communicator over `transport` (copied; its context must outlive
  * the communicator). No communication. */
 int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out);
+
+/* Intra-node shared memory for a communicator over a caller's transport (how
+ * coll/loom gets it; loom_comm_create does all of this itself). Each rank of
+ * a node creates its inbox, named from `key` and `rank`, before any peer may
+ * look for it; `local_ranks` (ascending, `rank` included) are the ranks of the
+ * communicator on this node, `identity` a value every one of them passes
+ * alike. Once every rank of the node has created its inbox, each attaches:
+ * it maps the peers' inboxes and from then on sends messages of at most
+ * shm_max_bytes to them through shared memory. Attaching consumes the inbox
+ * and must precede the communicator's first collective; with the
+ * shared_memory parameter 0 it only frees the inbox. An inbox's name is
+ * removed once every peer has mapped it, or when it is freed. */
+typedef struct loom_shm_inbox *loom_shm_inbox_t;
+int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const int *local_ranks, int nlocal,
+                          loom_shm_inbox_t *out);
+int loom_shm_inbox_free(loom_shm_inbox_t *inbox);
+int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox);
 
 /* The parameter table: names, defaults, levels and help for every knob
  * loom_comm_set_param accepts (what loom-info -p prints). */

@@ -31,6 +31,14 @@ const std::vector<ParamSpec> &param_table() {
          Collective::allreduce},
         {kParamVerbose, "verbose", ParamType::integer, "0", 2,
          "0 silent; 1 reports errors and each algorithm choice once; 2 every call", 0, 100, Collective::allreduce},
+        {kParamSharedMemory, "shared_memory", ParamType::integer, "1", 4,
+         "1: messages between ranks of one node go through Loom's shared-memory rings (up to shm_max_bytes); "
+         "0: everything goes through the point-to-point transport. Read when the communicator is created",
+         0, 1, Collective::allreduce},
+        {kParamShmMaxBytes, "shm_max_bytes", ParamType::size, "64KiB", 5,
+         "Largest message sent through the shared-memory rings; larger ones use the point-to-point transport. "
+         "Read when the communicator is created",
+         0, 1LL << 30, Collective::allreduce},
     };
     return table;
 }

@@ -24,6 +24,8 @@ enum ParamId {
     kParamAlltoallMaxOutstanding,
     kParamPlanCacheEntries,
     kParamVerbose,
+    kParamSharedMemory,
+    kParamShmMaxBytes,
     kParamCount
 };
 

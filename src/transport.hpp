@@ -10,9 +10,12 @@
 
 namespace loom {
 
-// Opaque per-operation handle storage owned by the caller.
+// Opaque per-operation handle storage owned by the caller. `bytes` belongs to
+// the transport that carries the operation; `layered` to a transport wrapped
+// around it (the shared-memory path), null when the inner one carries it.
 struct TransportHandle {
     alignas(8) unsigned char bytes[16];
+    void *layered;
 };
 
 class Transport {
@@ -38,6 +41,10 @@ class Transport {
         }
         return LOOM_SUCCESS;
     }
+    // Called by a transport layered on this one when a poll found nothing
+    // to do and this one had no operation to test: drive the progress engine
+    // below once (Open MPI's gives the core away when oversubscribed).
+    virtual Status idle() { return LOOM_SUCCESS; }
     // True when this rank shares its cores with more ranks than there are
     // cores: a waiting rank must then give its core away between polls, or
     // the rank it waits for cannot run. Otherwise spinning is faster.

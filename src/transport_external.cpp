@@ -51,6 +51,12 @@ class ExternalTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
+    Status idle() override {
+        if (ops_.test_many(ops_.context, nullptr, 0, nullptr) != 0)
+            return fail(LOOM_ERR_TRANSPORT, "the caller's transport failed while progressing");
+        return LOOM_SUCCESS;
+    }
+
   private:
     loom_transport_t ops_;
     std::vector<void *> handles_;

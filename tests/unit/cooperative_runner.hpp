@@ -9,6 +9,7 @@
 #include "algorithm.hpp"
 #include "executor.hpp"
 #include "transport_inprocess.hpp"
+#include "transport_shared_memory.hpp"
 
 namespace loom::testing {
 
@@ -39,9 +40,48 @@ inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args) {
     return set;
 }
 
+// The shared-memory path over the in-process fabric: rank r is on emulated
+// node r % nodes; messages up to max_bytes between ranks of a node go
+// through memfd-backed rings, each rank mapping every inbox of its node.
+struct ShmOptions {
+    ShmGeometry geometry;
+    size_t max_bytes = 0;
+    int nodes = 1;
+};
+
+inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::unique_ptr<Transport>> &transports) {
+    const int p = static_cast<int>(transports.size());
+    for (int node = 0; node < o.nodes && node < p; ++node) {
+        std::vector<int> local;
+        for (int r = node; r < p; r += o.nodes) local.push_back(r);
+        if (local.size() < 2) continue;
+        std::vector<std::unique_ptr<SharedSegment>> inboxes;
+        for (size_t i = 0; i < local.size(); ++i) {
+            inboxes.push_back(SharedSegment::anonymous(shm_inbox_bytes(local.size(), o.geometry)));
+            if (!inboxes.back()) return "memfd_create failed";
+            shm_inbox_init(inboxes.back()->data(), local.size(), o.geometry, 42);
+        }
+        for (size_t i = 0; i < local.size(); ++i) {
+            SharedMemoryNode sm;
+            sm.local_ranks = local;
+            sm.geometry = o.geometry;
+            sm.identity = 42;
+            sm.own = inboxes[i]->another_mapping();
+            sm.peers.resize(local.size());
+            for (size_t j = 0; j < local.size(); ++j)
+                if (j != i) sm.peers[j] = inboxes[j]->another_mapping();
+            std::unique_ptr<Transport> wrapped;
+            if (make_shared_memory_transport(&transports[local[i]], std::move(sm), o.max_bytes, &wrapped) != LOOM_SUCCESS)
+                return "shared-memory transport: " + std::string(last_error_message());
+            transports[local[i]] = std::move(wrapped);
+        }
+    }
+    return {};
+}
+
 // Runs the plans; returns an empty string on success, else what went wrong.
 inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
-                             InProcessProtocol protocol = InProcessProtocol::eager) {
+                             InProcessProtocol protocol = InProcessProtocol::eager, const ShmOptions *shm = nullptr) {
     if (!set.error.empty()) return set.error;
     const CollArgs &args = set.args;
     const int p = args.nranks;
@@ -49,8 +89,12 @@ inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<Ra
     std::vector<std::unique_ptr<Transport>> transports;
     std::vector<std::unique_ptr<Execution>> execs;
     std::vector<std::vector<unsigned char>> scratch(p), snapshot(p);
+    for (int r = 0; r < p; ++r) transports.push_back(fabric.endpoint(r));
+    if (shm) {
+        std::string err = wrap_in_shared_memory(*shm, transports);
+        if (!err.empty()) return err;
+    }
     for (int r = 0; r < p; ++r) {
-        transports.push_back(fabric.endpoint(r));
         scratch[r].resize(set.programs[r]->scratch_count * args.elem_size + 1);
         ExecutionBuffers eb;
         eb.output = bufs[r].output.data();
@@ -77,12 +121,14 @@ inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<Ra
         size_t moved = 0;
         for (int r = 0; r < p; ++r) {
             if (execs[r]->done()) continue;
-            const size_t before = execs[r]->completed_steps();
+            // A long message moves cell by cell through shared memory
+            // before its step completes: that is progress too.
+            const size_t before = execs[r]->completed_steps() + shm_cells_moved(*transports[r]);
             bool done = false;
             if (execs[r]->progress(&done) != LOOM_SUCCESS)
                 return "progress failed on rank " + std::to_string(r) + ": " + last_error_message();
             all_done &= done;
-            moved += execs[r]->completed_steps() - before;
+            moved += execs[r]->completed_steps() + shm_cells_moved(*transports[r]) - before;
         }
         if (all_done) break;
         if (moved == 0) {

@@ -60,7 +60,8 @@ std::string where(const CollArgs &a, const char *algo, const std::string &what) 
 }
 
 // Reductions: runs `combo` on the plan set and compares every rank's result.
-std::string check_reduction(const PlanSet &set, const Combo &combo, InProcessProtocol protocol, uint64_t seed) {
+std::string check_reduction(const PlanSet &set, const Combo &combo, InProcessProtocol protocol, uint64_t seed,
+                            const ShmOptions *shm = nullptr) {
     const CollArgs &a = set.args;
     const int p = a.nranks;
     const TypeCase &t = *combo.type;
@@ -76,7 +77,7 @@ std::string check_reduction(const PlanSet &set, const Combo &combo, InProcessPro
         if (a.in_place) std::memcpy(bufs[r].output.data(), inputs[r].data(), n_in * es);
         else bufs[r].input = inputs[r];
     }
-    std::string err = run_plans(set, reduction_kernel(t.type, combo.op), bufs, protocol);
+    std::string err = run_plans(set, reduction_kernel(t.type, combo.op), bufs, protocol, shm);
     if (!err.empty()) return err;
     const BlockLayout layout = a.collective == Collective::reduce_scatter ? BlockLayout(a.recv_counts)
                                : a.collective == Collective::reduce_scatter_block
@@ -99,7 +100,7 @@ unsigned char pattern(int rank, size_t elem, size_t byte) {
     return static_cast<unsigned char>((rank * 131 + elem * 7 + byte * 29 + 11) & 0xff);
 }
 
-std::string check_movement(const PlanSet &set, InProcessProtocol protocol) {
+std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const ShmOptions *shm = nullptr) {
     const CollArgs &a = set.args;
     const int p = a.nranks;
     const size_t es = a.elem_size, n_in = a.input_count();
@@ -115,7 +116,7 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol) {
         else
             bufs[r].input = inputs[r];
     }
-    std::string err = run_plans(set, nullptr, bufs, protocol);
+    std::string err = run_plans(set, nullptr, bufs, protocol, shm);
     if (!err.empty()) return err;
     for (int r = 0; r < p; ++r) {
         for (int src = 0; src < p; ++src) {
@@ -183,6 +184,54 @@ std::string algorithm_test_name(const ::testing::TestParamInfo<const AlgorithmIn
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AlgorithmMatrix, ::testing::ValuesIn(all_algorithms()), algorithm_test_name);
+
+// Every algorithm over the shared-memory transport: rings of 4 cells of 24
+// bytes, so messages are cut into many cells and senders find rings full;
+// messages above 300 bytes take the rendezvous base transport, so both paths
+// interleave; ranks on 1, 2 or 3 emulated nodes, so some peers are remote.
+TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
+    const AlgorithmInfo &algo = *GetParam();
+    const std::vector<Combo> combos = all_combos();
+    int failures = 0, cases = 0;
+    uint64_t seed = 7;
+    for (int nodes : {1, 2, 3}) {
+        ShmOptions shm;
+        shm.geometry.cells = 4;
+        shm.geometry.cell_payload = 24;
+        shm.max_bytes = 300;
+        shm.nodes = nodes;
+        for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
+            for (size_t count : counts_for(p)) {
+                for (bool in_place : {false, true}) {
+                    if (reduces(algo.collective)) {
+                        // One type per element size: the path, not the arithmetic, is under test.
+                        std::set<size_t> sizes_done;
+                        for (const Combo &combo : combos) {
+                            if (!sizes_done.insert(combo.type->size).second) continue;
+                            const CollArgs a = make_args(algo, p, count, in_place, combo.type->size);
+                            if (!algo.not_applicable(a).empty()) continue;
+                            std::string err = check_reduction(build_plans(algo, a), combo,
+                                                              InProcessProtocol::rendezvous, seed++, &shm);
+                            ++cases;
+                            if (!err.empty() && failures++ < 20)
+                                ADD_FAILURE() << "nodes=" << nodes << " " << where(a, algo.name, err);
+                        }
+                    } else {
+                        for (size_t es : {size_t{1}, size_t{8}, size_t{32}}) {
+                            const CollArgs a = make_args(algo, p, count, in_place, es);
+                            if (!algo.not_applicable(a).empty()) continue;
+                            std::string err = check_movement(build_plans(algo, a), InProcessProtocol::rendezvous, &shm);
+                            ++cases;
+                            if (!err.empty() && failures++ < 20)
+                                ADD_FAILURE() << "nodes=" << nodes << " " << where(a, algo.name, err);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GT(cases, 0) << algo.name << " never ran";
+}
 
 // Ring algorithms with and without segmentation, and recursive multiplying
 // with several radices, give the same results.

@@ -1,0 +1,440 @@
+#include "transport_shared_memory.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+
+namespace loom {
+namespace {
+
+constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d31ULL;  // "loom-sm1"
+constexpr size_t kHeaderBytes = 64;
+constexpr size_t kCellHeaderBytes = 64;  // keeps payloads cache-line aligned
+
+struct InboxHeader {
+    uint64_t magic;
+    uint64_t identity;
+    uint32_t nlocal;
+    uint32_t cells;
+    uint32_t cell_payload;
+    std::atomic<uint32_t> attached;  // peers that have mapped this inbox
+};
+static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line");
+
+// One cell: `full` is set by the sender after the payload (release) and
+// cleared by the receiver after reading it (release). The first cell of a
+// message carries its tag and size; the following ones only payload.
+struct CellHeader {
+    std::atomic<uint32_t> full;
+    uint32_t tag;
+    uint64_t message_bytes;
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "cells need lock-free flags across processes");
+
+size_t cell_stride(const ShmGeometry &g) { return kCellHeaderBytes + g.cell_payload; }
+
+InboxHeader *header_of(unsigned char *inbox) { return reinterpret_cast<InboxHeader *>(inbox); }
+
+// The ring `sender_index` writes into, inside `inbox`.
+unsigned char *channel(unsigned char *inbox, size_t sender_index, const ShmGeometry &g) {
+    return inbox + kHeaderBytes + sender_index * g.cells * cell_stride(g);
+}
+
+struct ShmOp {
+    bool send = false;
+    bool done = false;
+    bool truncated = false;
+    size_t peer = 0;  // local index
+    uint32_t tag = 0;
+    unsigned char *buf = nullptr;
+    size_t bytes = 0;
+    size_t moved = 0;
+    bool header_written = false;
+};
+
+// A message that arrived before its receive was posted.
+struct Unexpected {
+    uint32_t tag = 0;
+    std::vector<unsigned char> data;
+    bool complete = false;
+    ShmOp *claimed = nullptr;  // a receive posted while it was still arriving
+};
+
+struct PeerState {
+    std::deque<ShmOp *> sends;  // in posting order; the front may be partly written
+    uint64_t send_next = 0;     // next cell to write in the peer's inbox
+    std::deque<ShmOp *> recvs;  // posted, not yet matched, in posting order
+    uint64_t recv_next = 0;     // next cell to read in our inbox
+    // The message being read: straight into a receive, or into `unexpected`.
+    ShmOp *in_op = nullptr;
+    Unexpected *in_unexpected = nullptr;
+    size_t in_total = 0, in_pos = 0;
+    std::deque<std::unique_ptr<Unexpected>> unexpected;
+};
+
+class SharedMemoryTransport final : public Transport {
+    // Marks a handle whose operation was reported done and released.
+    static inline ShmOp *const kReleased = reinterpret_cast<ShmOp *>(alignof(ShmOp));
+
+  public:
+    SharedMemoryTransport(std::unique_ptr<Transport> base, SharedMemoryNode node, size_t max_bytes)
+        : base_(std::move(base)), node_(std::move(node)), max_bytes_(max_bytes) {
+        const int p = base_->size();
+        local_index_.assign(p, -1);
+        for (size_t i = 0; i < node_.local_ranks.size(); ++i) local_index_[node_.local_ranks[i]] = static_cast<int>(i);
+        my_index_ = static_cast<size_t>(local_index_[base_->rank()]);
+        peers_.resize(node_.local_ranks.size());
+        stride_ = cell_stride(node_.geometry);
+    }
+    ~SharedMemoryTransport() override = default;
+
+    int rank() const override { return base_->rank(); }
+    int size() const override { return base_->size(); }
+    const char *name() const override { return "shared_memory"; }
+    uint32_t max_tag() const override { return base_->max_tag(); }
+    bool oversubscribed() const override { return base_->oversubscribed(); }
+    Status idle() override { return base_->idle(); }
+    uint64_t cells_moved() const { return cells_moved_; }
+
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
+        const int li = route(peer, bytes);
+        if (li < 0) {
+            h->layered = nullptr;
+            return base_->post_send(buf, bytes, peer, tag, lane, h);
+        }
+        ShmOp *op = take_op();
+        op->send = true;
+        op->peer = static_cast<size_t>(li);
+        op->tag = tag;
+        op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
+        op->bytes = bytes;
+        h->layered = op;
+        peers_[li].sends.push_back(op);
+        push_sends(peers_[li]);  // small messages complete here, like an eager send
+        return LOOM_SUCCESS;
+    }
+
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
+        const int li = route(peer, bytes);
+        if (li < 0) {
+            h->layered = nullptr;
+            return base_->post_recv(buf, bytes, peer, tag, h);
+        }
+        ShmOp *op = take_op();
+        op->peer = static_cast<size_t>(li);
+        op->tag = tag;
+        op->buf = static_cast<unsigned char *>(buf);
+        op->bytes = bytes;
+        h->layered = op;
+        PeerState &ps = peers_[li];
+        for (auto it = ps.unexpected.begin(); it != ps.unexpected.end(); ++it) {
+            Unexpected &u = **it;
+            if (u.tag != tag || u.claimed) continue;
+            if (!u.complete) {
+                u.claimed = op;  // finished by pull_messages
+            } else {
+                deliver(u, op);
+                ps.unexpected.erase(it);
+            }
+            return LOOM_SUCCESS;
+        }
+        ps.recvs.push_back(op);
+        return LOOM_SUCCESS;
+    }
+
+    Status test(TransportHandle *h, bool *done) override {
+        unsigned char d = 0;
+        TransportHandle *one[1] = {h};
+        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d));
+        *done = d != 0;
+        return LOOM_SUCCESS;
+    }
+
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+        const uint64_t before = cells_moved_;
+        poll();
+        base_handles_.clear();
+        base_slots_.clear();
+        for (size_t i = 0; i < n; ++i) {
+            if (hs[i]->layered) continue;
+            base_handles_.push_back(hs[i]);
+            base_slots_.push_back(i);
+            done[i] = 0;
+        }
+        size_t finished = 0;
+        LOOM_RETURN_IF_ERROR(collect(hs, n, done, &finished));
+        // The base transport also drives the progress engine below us, which
+        // gives the core away when the job is oversubscribed: ask it when it
+        // has work, or when nothing at all happened here. Never after an
+        // operation finished (a receive may have found its message waiting):
+        // that would yield with work to do.
+        if (!base_handles_.empty() || (cells_moved_ == before && finished == 0)) {
+            if (base_handles_.empty()) {
+                LOOM_RETURN_IF_ERROR(base_->idle());
+            } else {
+                base_done_.assign(base_handles_.size(), 0);
+                LOOM_RETURN_IF_ERROR(base_->test_many(base_handles_.data(), base_handles_.size(), base_done_.data()));
+                for (size_t k = 0; k < base_slots_.size(); ++k) done[base_slots_[k]] = base_done_[k];
+            }
+            // The progress engine may have given the core away: what arrived
+            // meanwhile is seen now, not one poll later.
+            if (cells_moved_ == before) {
+                poll();
+                LOOM_RETURN_IF_ERROR(collect(hs, n, done, &finished));
+            }
+        }
+        return LOOM_SUCCESS;
+    }
+
+  private:
+    // Reports the shared-memory operations among `hs` that are done, and
+    // releases them (their handles are cleared, so a second call skips them).
+    Status collect(TransportHandle *const *hs, size_t n, unsigned char *done, size_t *finished) {
+        Status st = LOOM_SUCCESS;
+        for (size_t i = 0; i < n; ++i) {
+            ShmOp *op = static_cast<ShmOp *>(hs[i]->layered);
+            if (!op || op == kReleased) continue;
+            done[i] = op->done;
+            if (!op->done) continue;
+            if (op->truncated)
+                st = fail(LOOM_ERR_TRANSPORT, "shared-memory message from rank " +
+                                                  std::to_string(node_.local_ranks[op->peer]) + " is larger than the " +
+                                                  std::to_string(op->bytes) + "-byte receive");
+            release_op(op);
+            hs[i]->layered = kReleased;
+            ++*finished;
+        }
+        return st;
+    }
+
+    // Local index of `peer` when this message goes through shared memory, else -1.
+    int route(int peer, size_t bytes) const {
+        if (bytes > max_bytes_ || peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
+        const int li = local_index_[peer];
+        return static_cast<size_t>(li) == my_index_ ? -1 : li;
+    }
+
+    ShmOp *take_op() {
+        if (free_ops_.empty()) {
+            owned_ops_.push_back(std::make_unique<ShmOp>());
+            return owned_ops_.back().get();
+        }
+        ShmOp *op = free_ops_.back();
+        free_ops_.pop_back();
+        return op;
+    }
+    void release_op(ShmOp *op) {
+        *op = ShmOp{};
+        free_ops_.push_back(op);
+    }
+
+    unsigned char *cell(unsigned char *inbox, size_t sender_index, uint64_t seq) const {
+        return channel(inbox, sender_index, node_.geometry) + (seq % node_.geometry.cells) * stride_;
+    }
+
+    void poll() {
+        for (size_t li = 0; li < peers_.size(); ++li) {
+            if (li == my_index_) continue;
+            if (!peers_[li].sends.empty()) push_sends(peers_[li]);
+            pull_messages(li);
+        }
+        // Once every peer has mapped our inbox its name is no longer needed.
+        if (node_.own && !unlinked_ &&
+            header_of(node_.own->data())->attached.load(std::memory_order_acquire) + 1 >= node_.local_ranks.size()) {
+            node_.own->unlink();
+            unlinked_ = true;
+        }
+    }
+
+    // Writes queued sends to the peer's ring while it has free cells.
+    void push_sends(PeerState &ps) {
+        const size_t payload = node_.geometry.cell_payload;
+        while (!ps.sends.empty()) {
+            ShmOp *op = ps.sends.front();
+            unsigned char *inbox = node_.peers[op->peer]->data();
+            unsigned char *c = cell(inbox, my_index_, ps.send_next);
+            auto *ch = reinterpret_cast<CellHeader *>(c);
+            if (ch->full.load(std::memory_order_acquire)) return;  // ring full: the receiver has not caught up
+            const size_t n = std::min(payload, op->bytes - op->moved);
+            if (n) std::memcpy(c + kCellHeaderBytes, op->buf + op->moved, n);
+            if (!op->header_written) {
+                ch->tag = op->tag;
+                ch->message_bytes = op->bytes;
+                op->header_written = true;
+            }
+            op->moved += n;
+            ch->full.store(1, std::memory_order_release);
+            ++ps.send_next;
+            ++cells_moved_;
+            if (op->moved == op->bytes) {
+                op->done = true;
+                ps.sends.pop_front();
+            }
+        }
+    }
+
+    // Reads the cells that have arrived from one peer, matching each new
+    // message to the first posted receive with its tag (MPI's order).
+    void pull_messages(size_t li) {
+        PeerState &ps = peers_[li];
+        const size_t payload = node_.geometry.cell_payload;
+        unsigned char *inbox = node_.own->data();
+        for (;;) {
+            unsigned char *c = cell(inbox, li, ps.recv_next);
+            auto *ch = reinterpret_cast<CellHeader *>(c);
+            if (!ch->full.load(std::memory_order_acquire)) return;
+            if (!ps.in_op && !ps.in_unexpected) begin_message(ps, ch->tag, ch->message_bytes);
+            const size_t n = std::min(payload, ps.in_total - ps.in_pos);
+            if (n) {
+                if (ps.in_op) {
+                    // A too-small receive keeps what fits and reports the truncation.
+                    const size_t fit = ps.in_pos < ps.in_op->bytes ? std::min(n, ps.in_op->bytes - ps.in_pos) : 0;
+                    if (fit) std::memcpy(ps.in_op->buf + ps.in_pos, c + kCellHeaderBytes, fit);
+                } else {
+                    std::memcpy(ps.in_unexpected->data.data() + ps.in_pos, c + kCellHeaderBytes, n);
+                }
+            }
+            ps.in_pos += n;
+            ch->full.store(0, std::memory_order_release);
+            ++ps.recv_next;
+            ++cells_moved_;
+            if (ps.in_pos == ps.in_total) finish_message(ps);
+        }
+    }
+
+    void begin_message(PeerState &ps, uint32_t tag, uint64_t bytes) {
+        ps.in_total = bytes;
+        ps.in_pos = 0;
+        for (auto it = ps.recvs.begin(); it != ps.recvs.end(); ++it) {
+            if ((*it)->tag != tag) continue;
+            ps.in_op = *it;
+            ps.recvs.erase(it);
+            ps.in_op->truncated = bytes > ps.in_op->bytes;
+            return;
+        }
+        auto u = std::make_unique<Unexpected>();
+        u->tag = tag;
+        u->data.resize(bytes);
+        ps.in_unexpected = u.get();
+        ps.unexpected.push_back(std::move(u));
+    }
+
+    void finish_message(PeerState &ps) {
+        if (ps.in_op) {
+            ps.in_op->moved = ps.in_total;
+            ps.in_op->done = true;
+        } else {
+            Unexpected *u = ps.in_unexpected;
+            u->complete = true;
+            if (u->claimed) {
+                deliver(*u, u->claimed);
+                for (auto it = ps.unexpected.begin(); it != ps.unexpected.end(); ++it)
+                    if (it->get() == u) {
+                        ps.unexpected.erase(it);
+                        break;
+                    }
+            }
+        }
+        ps.in_op = nullptr;
+        ps.in_unexpected = nullptr;
+    }
+
+    void deliver(const Unexpected &u, ShmOp *op) {
+        op->truncated = u.data.size() > op->bytes;
+        const size_t n = std::min(u.data.size(), op->bytes);
+        if (n) std::memcpy(op->buf, u.data.data(), n);
+        op->moved = n;
+        op->done = true;
+    }
+
+    std::unique_ptr<Transport> base_;
+    SharedMemoryNode node_;
+    size_t max_bytes_;
+    size_t stride_ = 0;
+    std::vector<int> local_index_;  // by communicator rank; -1 off-node
+    size_t my_index_ = 0;
+    std::deque<PeerState> peers_;  // by local index (a deque: PeerState does not move)
+    std::vector<std::unique_ptr<ShmOp>> owned_ops_;
+    std::vector<ShmOp *> free_ops_;
+    std::vector<TransportHandle *> base_handles_;
+    std::vector<size_t> base_slots_;
+    std::vector<unsigned char> base_done_;
+    uint64_t cells_moved_ = 0;
+    bool unlinked_ = false;
+};
+
+}  // namespace
+
+size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g) {
+    return kHeaderBytes + nlocal * g.cells * cell_stride(g);
+}
+
+std::string shm_inbox_name(const std::string &key, int rank) {
+    return "/loom-" + std::to_string(getuid()) + "-" + key + "-" + std::to_string(rank);
+}
+
+void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, uint64_t identity) {
+    InboxHeader *h = header_of(inbox);
+    h->identity = identity;
+    h->nlocal = static_cast<uint32_t>(nlocal);
+    h->cells = g.cells;
+    h->cell_payload = g.cell_payload;
+    h->attached.store(0, std::memory_order_relaxed);
+    // Cells are zero (empty) in a fresh segment; the magic goes last.
+    std::atomic_thread_fence(std::memory_order_release);
+    h->magic = kInboxMagic;
+}
+
+Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node) {
+    const size_t bytes = shm_inbox_bytes(node->local_ranks.size(), node->geometry);
+    LOOM_RETURN_IF_ERROR(SharedSegment::create(shm_inbox_name(key, rank), bytes, &node->own));
+    shm_inbox_init(node->own->data(), node->local_ranks.size(), node->geometry, node->identity);
+    return LOOM_SUCCESS;
+}
+
+Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node) {
+    node->peers.clear();
+    node->peers.resize(node->local_ranks.size());
+    for (size_t i = 0; i < node->local_ranks.size(); ++i) {
+        const int peer = node->local_ranks[i];
+        if (peer == rank) continue;
+        const std::string name = shm_inbox_name(key, peer);
+        LOOM_RETURN_IF_ERROR(SharedSegment::open(name, &node->peers[i]));
+        SharedSegment &seg = *node->peers[i];
+        const InboxHeader *h = header_of(seg.data());
+        if (seg.size() != shm_inbox_bytes(node->local_ranks.size(), node->geometry) || h->magic != kInboxMagic ||
+            h->identity != node->identity || h->nlocal != node->local_ranks.size())
+            return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +
+                                                " belongs to another communicator or Loom version");
+        header_of(seg.data())->attached.fetch_add(1, std::memory_order_acq_rel);
+    }
+    return LOOM_SUCCESS;
+}
+
+Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, SharedMemoryNode node, size_t max_bytes,
+                                    std::unique_ptr<Transport> *out) {
+    const Transport *base = base_ptr->get();
+    const auto &lr = node.local_ranks;
+    const auto me = std::find(lr.begin(), lr.end(), base->rank());
+    if (me == lr.end() || !node.own || node.peers.size() != lr.size())
+        return fail(LOOM_ERR_INTERNAL, "shared-memory transport: this rank's node group or inboxes are missing");
+    for (size_t i = 0; i < lr.size(); ++i) {
+        if (lr[i] < 0 || lr[i] >= base->size() || (i > 0 && lr[i] <= lr[i - 1]))
+            return fail(LOOM_ERR_INVALID_ARGUMENT, "shared-memory node group must list distinct communicator ranks "
+                                                   "in ascending order");
+        if (lr[i] != base->rank() && !node.peers[i])
+            return fail(LOOM_ERR_INTERNAL, "shared-memory inbox of rank " + std::to_string(lr[i]) + " is not mapped");
+    }
+    *out = std::make_unique<SharedMemoryTransport>(std::move(*base_ptr), std::move(node), max_bytes);
+    return LOOM_SUCCESS;
+}
+
+uint64_t shm_cells_moved(const Transport &t) {
+    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
+    return s ? s->cells_moved() : 0;
+}
+
+}  // namespace loom

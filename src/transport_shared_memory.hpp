@@ -1,0 +1,54 @@
+// Intra-node shared-memory transport. Every rank owns an inbox segment with
+// one channel per rank of its node; a channel is a ring of cells that only
+// its sender fills and only the inbox's owner empties (one producer, one
+// consumer, a `full` flag per cell, no locks). Messages to ranks of the same
+// node up to max_bytes go through the rings, cut into cells; everything else
+// goes to the base transport (the PML, MPI point-to-point). A message to a
+// local rank of a given size takes the same path on both sides, since plans
+// post sends and receives of equal sizes.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shared_segment.hpp"
+#include "transport.hpp"
+
+namespace loom {
+
+struct ShmGeometry {
+    uint32_t cells = 8;            // cells per channel (messages in flight before the sender waits)
+    uint32_t cell_payload = 4096;  // bytes a cell carries
+};
+
+// What a rank knows about its node: the communicator ranks that share it
+// (ascending, itself included), its own inbox, and the peers' inboxes.
+struct SharedMemoryNode {
+    std::vector<int> local_ranks;
+    ShmGeometry geometry;
+    uint64_t identity = 0;  // written in every inbox; a peer checks it before use
+    std::unique_ptr<SharedSegment> own;
+    std::vector<std::unique_ptr<SharedSegment>> peers;  // by local index; null for itself
+};
+
+size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g);
+// "/loom-<uid>-<key>-<rank>": the name of `rank`'s inbox for the node group `key`.
+std::string shm_inbox_name(const std::string &key, int rank);
+// Writes the inbox header. The caller publishes the segment to its peers afterwards.
+void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, uint64_t identity);
+// Creates and initialises this rank's named inbox.
+Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node);
+// Maps the peers' inboxes by name, checks their headers and counts itself attached.
+Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node);
+
+// Wraps *base (taking it only on success); `node.local_ranks` must contain
+// its rank and every inbox must be mapped (peers[i] non-null except its own).
+Status make_shared_memory_transport(std::unique_ptr<Transport> *base, SharedMemoryNode node, size_t max_bytes,
+                                    std::unique_ptr<Transport> *out);
+
+// Cells moved by a shared-memory transport so far (tests use it to tell a
+// long fragmented message from a stall); 0 for other transports.
+uint64_t shm_cells_moved(const Transport &t);
+
+}  // namespace loom
