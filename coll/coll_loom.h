@@ -144,7 +144,7 @@ const char *mca_coll_loom_collective_name(enum coll_loom_collective c);
 /* statistics */
 void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
 void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);
-void mca_coll_loom_print_stats(void);
+void mca_coll_loom_print_stats(loom_comm_t world);
 
 /* requests: nonblocking and persistent collectives */
 /* Creates the request of a nonblocking (started now) or persistent (started

@@ -75,9 +75,18 @@ void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fa
                 fallback_reasons[why]);
 }
 
-void mca_coll_loom_print_stats(void) {
+void mca_coll_loom_print_stats(loom_comm_t world) {
     if (!mca_coll_loom_component.stats) return;
     printf("coll/loom stats (rank 0):\n");
+    loom_transport_info_t t;
+    if (world && loom_comm_transport_info(world, &t) == LOOM_SUCCESS) {
+        if (!strcmp(t.name, "shared_memory"))
+            printf("  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends), "
+                   "point-to-point otherwise (%llu sends)\n",
+                   t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.point_to_point_sends);
+        else
+            printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
+    }
     printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks", "algorithms / fallback reasons");
     for (int c = 0; c < COLL_LOOM_NCOLLECTIVES; ++c) {
         uint64_t fallbacks = 0;

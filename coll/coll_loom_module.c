@@ -44,7 +44,7 @@ static void release_previous(mca_coll_loom_module_t *m) {
 }
 
 static void module_destruct(mca_coll_loom_module_t *m) {
-    if (m->comm == &ompi_mpi_comm_world.comm && ompi_comm_rank(m->comm) == 0) mca_coll_loom_print_stats();
+    if (m->comm == &ompi_mpi_comm_world.comm && ompi_comm_rank(m->comm) == 0) mca_coll_loom_print_stats(m->loom);
     if (m->loom) loom_comm_free(&m->loom);
     if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
     if (m->idup_request) {

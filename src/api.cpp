@@ -317,6 +317,20 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
     return LOOM_SUCCESS;
 }
 
+int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");
+    const Transport &t = comm->impl->transport();
+    size_t node_ranks = 1;
+    uint64_t shm = 0, p2p = 0;
+    shm_counts(t, &node_ranks, &shm, &p2p);
+    info->name = t.name();
+    info->node_ranks = static_cast<int>(node_ranks);
+    info->shared_memory_sends = shm;
+    info->point_to_point_sends = p2p;
+    return LOOM_SUCCESS;
+}
+
 int loom_datatype_size(loom_datatype_t type, size_t *size) {
     LOOM_RETURN_IF_ERROR(check_datatype(type));
     if (!size) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_datatype_size: size is NULL");

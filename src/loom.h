@@ -126,6 +126,18 @@ int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const in
 int loom_shm_inbox_free(loom_shm_inbox_t *inbox);
 int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox);
 
+/* What carries a communicator's messages: `name` is "shared_memory" when the
+ * intra-node path is attached (over a point-to-point transport), else that
+ * transport's ("mpi", "external"). With shared memory, `node_ranks` is the
+ * number of ranks sharing it (this one included) and the two counters the
+ * sends each path has carried; otherwise 1, 0 and 0. */
+typedef struct loom_transport_info {
+    const char *name;
+    int node_ranks;
+    uint64_t shared_memory_sends, point_to_point_sends;
+} loom_transport_info_t;
+int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info);
+
 /* The parameter table: names, defaults, levels and help for every knob
  * loom_comm_set_param accepts (what loom-info -p prints). */
 int loom_param_count(void);

@@ -1,10 +1,16 @@
 #include "transport_shared_memory.hpp"
 
+#include <dirent.h>
+#include <sys/mman.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <deque>
 
 namespace loom {
@@ -21,6 +27,7 @@ struct InboxHeader {
     uint32_t cells;
     uint32_t cell_payload;
     std::atomic<uint32_t> attached;  // peers that have mapped this inbox
+    int32_t owner_pid;               // lets a later run remove it if its owner died
 };
 static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line");
 
@@ -98,13 +105,18 @@ class SharedMemoryTransport final : public Transport {
     bool oversubscribed() const override { return base_->oversubscribed(); }
     Status idle() override { return base_->idle(); }
     uint64_t cells_moved() const { return cells_moved_; }
+    size_t node_ranks() const { return node_.local_ranks.size(); }
+    uint64_t shm_sends() const { return shm_sends_; }
+    uint64_t base_sends() const { return base_sends_; }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
         const int li = route(peer, bytes);
         if (li < 0) {
             h->layered = nullptr;
+            ++base_sends_;
             return base_->post_send(buf, bytes, peer, tag, lane, h);
         }
+        ++shm_sends_;
         ShmOp *op = take_op();
         op->send = true;
         op->peer = static_cast<size_t>(li);
@@ -363,6 +375,7 @@ class SharedMemoryTransport final : public Transport {
     std::vector<size_t> base_slots_;
     std::vector<unsigned char> base_done_;
     uint64_t cells_moved_ = 0;
+    uint64_t shm_sends_ = 0, base_sends_ = 0;
     bool unlinked_ = false;
 };
 
@@ -383,12 +396,54 @@ void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, u
     h->cells = g.cells;
     h->cell_payload = g.cell_payload;
     h->attached.store(0, std::memory_order_relaxed);
+    h->owner_pid = static_cast<int32_t>(getpid());
     // Cells are zero (empty) in a fresh segment; the magic goes last.
     std::atomic_thread_fence(std::memory_order_release);
     h->magic = kInboxMagic;
 }
 
+namespace {
+// Exited, or exited and not yet reaped (a zombie holds no mappings).
+bool process_gone(int pid) {
+    if (kill(pid, 0) != 0) return errno == ESRCH;
+    char path[64], state = 0;
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (FILE *f = std::fopen(path, "r")) {
+        // "pid (comm) state ...": the state follows the last ')'.
+        char line[512];
+        if (std::fgets(line, sizeof line, f))
+            if (const char *close = std::strrchr(line, ')')) state = close[1] == ' ' ? close[2] : 0;
+        std::fclose(f);
+    }
+    return state == 'Z' || state == 'X';
+}
+}  // namespace
+
+size_t shm_remove_stale_inboxes() {
+    const std::string prefix = "loom-" + std::to_string(getuid()) + "-";
+    DIR *dir = opendir("/dev/shm");
+    if (!dir) return 0;
+    size_t removed = 0;
+    while (struct dirent *e = readdir(dir)) {
+        const std::string name = e->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        std::unique_ptr<SharedSegment> seg;
+        if (SharedSegment::open("/" + name, &seg) != LOOM_SUCCESS || seg->size() < kHeaderBytes) continue;
+        const InboxHeader *h = header_of(seg->data());
+        // Only inboxes whose owner is gone: a live owner's (even another
+        // job's) is in use, and one without its magic yet is being made.
+        if (h->magic == kInboxMagic && h->owner_pid > 0 && process_gone(h->owner_pid)) {
+            shm_unlink(("/" + name).c_str());
+            ++removed;
+        }
+    }
+    closedir(dir);
+    return removed;
+}
+
 Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node) {
+    static std::once_flag swept;
+    std::call_once(swept, [] { shm_remove_stale_inboxes(); });
     const size_t bytes = shm_inbox_bytes(node->local_ranks.size(), node->geometry);
     LOOM_RETURN_IF_ERROR(SharedSegment::create(shm_inbox_name(key, rank), bytes, &node->own));
     shm_inbox_init(node->own->data(), node->local_ranks.size(), node->geometry, node->identity);
@@ -435,6 +490,15 @@ Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, Shared
 uint64_t shm_cells_moved(const Transport &t) {
     const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
     return s ? s->cells_moved() : 0;
+}
+
+bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends) {
+    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
+    if (!s) return false;
+    *node_ranks = s->node_ranks();
+    *shm_sends = s->shm_sends();
+    *base_sends = s->base_sends();
+    return true;
 }
 
 }  // namespace loom

@@ -37,6 +37,10 @@ size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g);
 std::string shm_inbox_name(const std::string &key, int rank);
 // Writes the inbox header. The caller publishes the segment to its peers afterwards.
 void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, uint64_t identity);
+// Removes this user's inboxes in /dev/shm whose owning process is gone (a
+// crash before every peer had mapped them); returns how many. Run once per
+// process, before its first inbox is made.
+size_t shm_remove_stale_inboxes();
 // Creates and initialises this rank's named inbox.
 Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node);
 // Maps the peers' inboxes by name, checks their headers and counts itself attached.
@@ -50,5 +54,8 @@ Status make_shared_memory_transport(std::unique_ptr<Transport> *base, SharedMemo
 // Cells moved by a shared-memory transport so far (tests use it to tell a
 // long fragmented message from a stall); 0 for other transports.
 uint64_t shm_cells_moved(const Transport &t);
+// For a shared-memory transport: the ranks of its node group and the sends
+// each path has carried; false for other transports.
+bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends);
 
 }  // namespace loom

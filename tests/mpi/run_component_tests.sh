@@ -51,9 +51,25 @@ run() {
             return
         fi
     done
+    # The transport line: shared memory among all ranks (one node) unless
+    # the run turned it off or there is a single rank.
+    want="shared_memory among $np ranks"
+    case "$*" in *"coll_loom_shared_memory 0"*) want="external (point-to-point only)" ;; esac
+    [ "$np" -eq 1 ] && want="external (point-to-point only)"
+    if ! grep -q "MPI_COMM_WORLD transport: $want" "$log"; then
+        echo "FAIL: np=$np $label: stats do not show the transport '$want'"
+        grep "transport" "$log"
+        status=1
+        return
+    fi
     grep "failures" "$log"
-    echo "PASS: np=$np $label (stats: $expect)"
+    echo "PASS: np=$np $label (stats: $expect; transport: $want)"
 }
+
+# Inboxes this user left in /dev/shm (each is removed once every peer has
+# mapped it, or by its owner at MPI_Finalize).
+leftover_inboxes() { ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true; }
+before=$(leftover_inboxes)
 
 for np in 1 2 3 4 5; do
     run "$np" "default selection" "allreduce=recursive_doubling reduce_scatter=recursive_halving alltoall=pairwise"
@@ -75,5 +91,24 @@ for np in 1 2 3 4 5; do
             --mca coll_loom_alltoall_algorithm "$aa"
         i=$((i + 1))
     done
+    # The point-to-point path alone, and both paths mixed (messages above
+    # 100 bytes through the PML, below through the rings).
+    run "$np" "shared memory off" "allreduce=recursive_doubling" --mca coll_loom_shared_memory 0
+    run "$np" "shm_max_bytes=100" "allreduce=recursive_doubling" --mca coll_loom_shm_max_bytes 100
 done
+
+# A job killed before its ranks ever ran a collective leaves named inboxes
+# (their owners died before the peers mapped them); the next job's first
+# inbox creation removes those whose owner is gone.
+timeout 120 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 "$build/tests/mpi/test_component" --abort-after-init >/dev/null 2>&1
+stale=$(leftover_inboxes)
+run 2 "after an aborted job" "allreduce=recursive_doubling"
+after=$(leftover_inboxes)
+if [ -n "$after" ] && [ "$after" != "$before" ]; then
+    echo "FAIL: inboxes left in /dev/shm: $after"
+    status=1
+else
+    echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
+fi
 exit $status

@@ -23,4 +23,16 @@ for np in 1 2 3 4 5; do
         fi
     done
 done
+# The MPI transport alone, without the shared-memory path.
+for np in 2 3; do
+    if ! LOOM_SHARED_MEMORY=0 timeout 300 "$MPIEXEC" -x LOOM_SHARED_MEMORY --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+        echo "FAIL: test_mpi_collectives at np=$np with LOOM_SHARED_MEMORY=0"
+        status=1
+    fi
+done
+left=$(ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true)
+if [ -n "$left" ]; then
+    echo "FAIL: inboxes left in /dev/shm: $left"
+    status=1
+fi
 exit $status

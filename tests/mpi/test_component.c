@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static int world_rank, failures;
@@ -253,6 +254,13 @@ int main(int argc, char **argv) {
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (argc > 1 && !strcmp(argv[1], "--abort-after-init")) {
+        /* A job that dies before any collective: rank 0 aborts, the others
+         * are killed while they sleep. Nothing runs Loom's clean-up. */
+        if (world_rank == 0) MPI_Abort(MPI_COMM_WORLD, 3);
+        sleep(60);
+        return 1;
+    }
 
     all_cases(MPI_COMM_WORLD);
     MPI_Comm dup, parity, self_sized;

@@ -201,6 +201,21 @@ int main(int argc, char **argv) {
         run_reduce_scatter(comm, count / 4, 0, 1, 1);
         ran += 4;
     }
+    /* One machine: with shared memory on (the default), every rank shares
+     * it with all the others, and both paths carried messages. */
+    loom_transport_info_t info;
+    LOOM_OK(loom_comm_transport_info(comm, &info));
+    const char *shm_env = getenv("LOOM_SHARED_MEMORY");
+    if (size > 1 && !(shm_env && !strcmp(shm_env, "0"))) {
+        CHECK(!strcmp(info.name, "shared_memory") && info.node_ranks == size && info.shared_memory_sends > 0 &&
+                  info.point_to_point_sends > 0,
+              "transport %s node_ranks=%d shm sends=%llu p2p sends=%llu; want shared_memory among %d ranks, both used",
+              info.name, info.node_ranks, (unsigned long long)info.shared_memory_sends,
+              (unsigned long long)info.point_to_point_sends, size);
+    } else {
+        CHECK(!strcmp(info.name, "mpi") && info.node_ranks == 1, "transport %s node_ranks=%d; want mpi alone", info.name,
+              info.node_ranks);
+    }
     LOOM_OK(loom_comm_free(&comm));
     int total_failures = 0;
     MPI_Allreduce(&failures, &total_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

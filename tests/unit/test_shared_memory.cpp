@@ -1,0 +1,165 @@
+// The shared-memory transport's own rules: MPI's matching order per tag,
+// truncation reported, inboxes of another communicator refused, and inboxes
+// of dead owners removed. (Every algorithm also runs over it in the matrix.)
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "transport_inprocess.hpp"
+#include "transport_shared_memory.hpp"
+
+namespace loom {
+namespace {
+
+// Two ranks over the in-process fabric, wrapped in shared memory with small
+// cells so that messages take several.
+struct Pair {
+    InProcessFabric fabric{2};
+    std::unique_ptr<Transport> t[2];
+    explicit Pair(size_t max_bytes = 1 << 20) {
+        ShmGeometry g;
+        g.cells = 2;
+        g.cell_payload = 16;
+        std::unique_ptr<SharedSegment> inbox[2];
+        for (auto &i : inbox) {
+            i = SharedSegment::anonymous(shm_inbox_bytes(2, g));
+            shm_inbox_init(i->data(), 2, g, 9);
+        }
+        for (int r = 0; r < 2; ++r) {
+            SharedMemoryNode node;
+            node.local_ranks = {0, 1};
+            node.geometry = g;
+            node.identity = 9;
+            node.own = inbox[r]->another_mapping();
+            node.peers.resize(2);
+            node.peers[1 - r] = inbox[1 - r]->another_mapping();
+            std::unique_ptr<Transport> base = fabric.endpoint(r);
+            EXPECT_EQ(make_shared_memory_transport(&base, std::move(node), max_bytes, &t[r]), LOOM_SUCCESS);
+        }
+    }
+    // Polls both ranks until every handle is done or something fails.
+    Status drive(std::vector<TransportHandle *> hs0, std::vector<TransportHandle *> hs1) {
+        for (int round = 0; round < 10000; ++round) {
+            bool all = true;
+            for (int r = 0; r < 2; ++r) {
+                auto &hs = r == 0 ? hs0 : hs1;
+                if (hs.empty()) continue;
+                std::vector<unsigned char> done(hs.size());
+                LOOM_RETURN_IF_ERROR(t[r]->test_many(hs.data(), hs.size(), done.data()));
+                std::vector<TransportHandle *> left;
+                for (size_t i = 0; i < hs.size(); ++i)
+                    if (!done[i]) left.push_back(hs[i]);
+                hs = left;
+                all &= hs.empty();
+            }
+            if (all) return LOOM_SUCCESS;
+        }
+        return fail(LOOM_ERR_INTERNAL, "not done after 10000 rounds");
+    }
+};
+
+TEST(SharedMemoryTransport, MatchesInPostingOrderPerTag) {
+    Pair pair;
+    // Rank 0 sends tag 5 ("A..."), tag 6 ("B..."), tag 5 ("C...") before rank
+    // 1 posts anything: all three arrive unexpected or are still in the ring.
+    std::string a(40, 'A'), b(7, 'B'), c(100, 'C');
+    TransportHandle s[3], r[3];
+    ASSERT_EQ(pair.t[0]->post_send(a.data(), a.size(), 1, 5, 0, &s[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(b.data(), b.size(), 1, 6, 0, &s[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(c.data(), c.size(), 1, 5, 0, &s[2]), LOOM_SUCCESS);
+    std::string got_b(7, '.'), got_a(40, '.'), got_c(100, '.');
+    // The receiver asks for tag 6 first, then the two tag-5 messages in order.
+    ASSERT_EQ(pair.t[1]->post_recv(got_b.data(), got_b.size(), 0, 6, &r[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_a.data(), got_a.size(), 0, 5, &r[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s[0], &s[1]}, {&r[0], &r[1]}), LOOM_SUCCESS) << last_error_message();
+    // One poll each: the sender fills the ring with the start of the third
+    // message, the receiver reads it into an unexpected buffer (7 cells do
+    // not fit a ring of 2); the receive posted now claims it mid-way.
+    unsigned char flag = 0;
+    TransportHandle *third = &s[2];
+    ASSERT_EQ(pair.t[0]->test_many(&third, 1, &flag), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->test_many(nullptr, 0, nullptr), LOOM_SUCCESS);
+    ASSERT_EQ(flag, 0);
+    ASSERT_EQ(pair.t[1]->post_recv(got_c.data(), got_c.size(), 0, 5, &r[2]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s[2]}, {&r[2]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_a, a);
+    EXPECT_EQ(got_b, b);
+    EXPECT_EQ(got_c, c);
+}
+
+TEST(SharedMemoryTransport, ZeroByteAndLargerThanMaxMessagesArrive) {
+    Pair pair(/*max_bytes=*/32);
+    std::string big(100, 'x'), got(100, '.');
+    TransportHandle s[2], r[2];
+    ASSERT_EQ(pair.t[0]->post_send(nullptr, 0, 1, 1, 0, &s[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(big.data(), big.size(), 1, 1, 0, &s[1]), LOOM_SUCCESS);  // base transport
+    ASSERT_EQ(pair.t[1]->post_recv(nullptr, 0, 0, 1, &r[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got.data(), got.size(), 0, 1, &r[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s[0], &s[1]}, {&r[0], &r[1]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got, big);
+}
+
+TEST(SharedMemoryTransport, ReportsATruncatedReceive) {
+    Pair pair;
+    std::string msg(30, 'm'), small(20, '.');
+    TransportHandle s, r;
+    ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 3, 0, &s), LOOM_SUCCESS);
+    // Same size class on both sides is what plans guarantee; a receive of
+    // 20 bytes for a 30-byte message must fail, not overrun.
+    ASSERT_EQ(pair.t[1]->post_recv(small.data(), small.size(), 0, 3, &r), LOOM_SUCCESS);
+    Status st = pair.drive({&s}, {&r});
+    EXPECT_EQ(st, LOOM_ERR_TRANSPORT);
+    EXPECT_NE(std::string(last_error_message()).find("larger than the 20-byte receive"), std::string::npos)
+        << last_error_message();
+    EXPECT_EQ(small, std::string(20, 'm'));
+}
+
+TEST(SharedMemoryInbox, RefusesAnotherCommunicatorsInbox) {
+    const std::string key = "unit-" + std::to_string(getpid());
+    SharedMemoryNode a, b;
+    a.local_ranks = b.local_ranks = {0, 1};
+    a.identity = 1;
+    b.identity = 2;  // rank 1 thinks it belongs to another communicator
+    ASSERT_EQ(shm_create_inbox(key, 0, &a), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(shm_create_inbox(key, 1, &b), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(shm_open_peers(key, 1, &b), LOOM_ERR_TRANSPORT);
+    EXPECT_NE(std::string(last_error_message()).find("belongs to another communicator"), std::string::npos);
+    // Destroying the creators removes the names.
+    a.own.reset();
+    b.own.reset();
+    std::unique_ptr<SharedSegment> seg;
+    EXPECT_NE(SharedSegment::open(shm_inbox_name(key, 0), &seg), LOOM_SUCCESS);
+}
+
+TEST(SharedMemoryInbox, RemovesInboxesWhoseOwnerDied) {
+    // A child creates an inbox and exits without cleaning up, as a killed rank would.
+    const std::string key = "unit-stale-" + std::to_string(getpid());
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        SharedMemoryNode n;
+        n.local_ranks = {0, 1};
+        if (shm_create_inbox(key, 0, &n) != LOOM_SUCCESS) _exit(1);
+        _exit(0);  // no destructors: the name stays
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    std::unique_ptr<SharedSegment> seg;
+    ASSERT_EQ(SharedSegment::open(shm_inbox_name(key, 0), &seg), LOOM_SUCCESS) << "the child's inbox should be there";
+    seg.reset();
+    // A live owner's inbox is kept.
+    SharedMemoryNode mine;
+    mine.local_ranks = {0, 1};
+    ASSERT_EQ(shm_create_inbox(key, 1, &mine), LOOM_SUCCESS);
+    EXPECT_GE(shm_remove_stale_inboxes(), 1u);
+    EXPECT_NE(SharedSegment::open(shm_inbox_name(key, 0), &seg), LOOM_SUCCESS);
+    EXPECT_EQ(SharedSegment::open(shm_inbox_name(key, 1), &seg), LOOM_SUCCESS);
+}
+
+}  // namespace
+}  // namespace loom
