@@ -132,9 +132,11 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
     args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
     args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
+    args.single_node = shared_memory_ranks_ == size() && size() > 1;
 }
 
 Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
+    started_any_ = true;  // the plan's choice depends on the transport: no attaching after this
     complete_args(args, type, in_place);
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
@@ -153,10 +155,12 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     if (started_any_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
     std::unique_ptr<Transport> wrapped;
+    const int node_ranks = static_cast<int>(node.local_ranks.size());
     LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node),
                                                       static_cast<size_t>(config_.integer(kParamShmMaxBytes)),
                                                       &wrapped));
     transport_ = std::move(wrapped);
+    shared_memory_ranks_ = node_ranks;
     return LOOM_SUCCESS;
 }
 

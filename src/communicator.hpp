@@ -121,6 +121,7 @@ class Communicator {
     std::vector<Request *> active_;
     bool progressing_ = false;
     bool started_any_ = false;
+    int shared_memory_ranks_ = 1;  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };
 

@@ -215,7 +215,7 @@ std::string CollArgs::describe() const {
     std::ostringstream o;
     o << collective_name(collective) << " p=" << nranks << " count=" << count;
     if (collective == Collective::reduce_scatter) o << " (varying counts, total " << input_count() << ")";
-    o << " elem=" << elem_size << "B" << (in_place ? " in-place" : "");
+    o << " elem=" << elem_size << "B" << (in_place ? " in-place" : "") << (single_node ? " one-node" : "");
     return o.str();
 }
 

@@ -157,6 +157,9 @@ struct CollArgs {
     size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
     int radix = 4;             // recursive multiplying
     int max_outstanding = 8;   // scattered alltoall window
+    // Every rank reaches every other through shared memory (one node), where
+    // a message is cheap and a round of waiting is what costs.
+    bool single_node = false;
 
     // Elements of the input and output buffers each rank passes.
     size_t input_count() const;

@@ -8,6 +8,7 @@ extern const AlgorithmInfo kAllreduceRecursiveDoubling;
 extern const AlgorithmInfo kAllreduceRing;
 extern const AlgorithmInfo kAllreduceRabenseifner;
 extern const AlgorithmInfo kAllreduceRecursiveMultiplying;
+extern const AlgorithmInfo kAllreduceDirect;
 extern const AlgorithmInfo kReduceScatterRing;
 extern const AlgorithmInfo kReduceScatterRecursiveHalving;
 extern const AlgorithmInfo kReduceScatterPairwise;
@@ -17,6 +18,7 @@ extern const AlgorithmInfo kReduceScatterBlockPairwise;
 extern const AlgorithmInfo kAllgatherRing;
 extern const AlgorithmInfo kAllgatherRecursiveDoubling;
 extern const AlgorithmInfo kAllgatherBruck;
+extern const AlgorithmInfo kAllgatherDirect;
 extern const AlgorithmInfo kAlltoallPairwise;
 extern const AlgorithmInfo kAlltoallBruck;
 extern const AlgorithmInfo kAlltoallScattered;
@@ -24,9 +26,10 @@ extern const AlgorithmInfo kAlltoallScattered;
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
         &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceRabenseifner, &kAllreduceRecursiveMultiplying,
+        &kAllreduceDirect,
         &kReduceScatterRing, &kReduceScatterRecursiveHalving, &kReduceScatterPairwise,
         &kReduceScatterBlockRing, &kReduceScatterBlockRecursiveHalving, &kReduceScatterBlockPairwise,
-        &kAllgatherRing, &kAllgatherRecursiveDoubling, &kAllgatherBruck,
+        &kAllgatherRing, &kAllgatherRecursiveDoubling, &kAllgatherBruck, &kAllgatherDirect,
         &kAlltoallPairwise, &kAlltoallBruck, &kAlltoallScattered,
     };
     return list;

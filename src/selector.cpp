@@ -20,6 +20,10 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
     switch (a.collective) {
         case Collective::allreduce: {
             const size_t bytes = a.count * elem;
+            if (a.single_node && a.nranks <= 8 && bytes <= 4 * 1024) {
+                *why = "vector " + bytes_text(bytes) + " <= 4 KiB on one node of <= 8 ranks: one round";
+                return {"direct", "recursive_doubling"};
+            }
             if (bytes <= 16 * 1024) {
                 *why = "vector " + bytes_text(bytes) + " <= 16 KiB: latency-bound";
                 return {"recursive_doubling", "ring"};
@@ -37,6 +41,11 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
         case Collective::reduce_scatter:
         case Collective::reduce_scatter_block: {
             const size_t bytes = a.input_count() * elem;
+            if (a.single_node && a.nranks <= 8 && bytes <= 64 * 1024) {
+                *why = "input " + bytes_text(bytes) + " <= 64 KiB on one node of <= 8 ranks: contributions go straight "
+                       "to their owners";
+                return {"pairwise", "recursive_halving"};
+            }
             if (bytes <= 64 * 1024) {
                 *why = "input " + bytes_text(bytes) + " <= 64 KiB";
                 return {"recursive_halving", "ring"};
@@ -46,6 +55,10 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
         }
         case Collective::allgather: {
             const size_t bytes = a.count * elem * a.nranks;
+            if (a.single_node && a.nranks <= 8 && bytes <= 16 * 1024) {
+                *why = "result " + bytes_text(bytes) + " <= 16 KiB on one node of <= 8 ranks: one round";
+                return {"direct", "recursive_doubling"};
+            }
             // Power-of-two sizes: recursive doubling's lg p rounds also won at
             // 1 MiB on 4 ranks (0.73-1.00x Open MPI; ring 1.05-1.08x).
             if (is_power_of_two(a.nranks) && a.nranks <= 8 && bytes <= 16 * 1024 * 1024) {

@@ -27,11 +27,11 @@ static int rank, size, failures;
         CHECK(rc_ == LOOM_SUCCESS, "%s -> %s: %s", #call, loom_strerror(rc_), loom_last_error()); \
     } while (0)
 
-static const char *algorithms[][4] = {
-    /* allreduce */ {"recursive_doubling", "ring", "rabenseifner", "recursive_multiplying"},
+static const char *algorithms[][5] = {
+    /* allreduce */ {"recursive_doubling", "ring", "rabenseifner", "recursive_multiplying", "direct"},
     /* reduce_scatter */ {"ring", "recursive_halving", "pairwise", NULL},
     /* reduce_scatter_block */ {"ring", "recursive_halving", "pairwise", NULL},
-    /* allgather */ {"ring", "recursive_doubling", "bruck", NULL},
+    /* allgather */ {"ring", "recursive_doubling", "bruck", "direct", NULL},
     /* alltoall */ {"pairwise", "bruck", "scattered", NULL},
 };
 static const char *params[] = {"allreduce_algorithm", "reduce_scatter_algorithm", "reduce_scatter_block_algorithm",
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     const int64_t counts[] = {0, 1, size > 1 ? size - 1 : 2, size + 1, 1001, 70001};
     int ran = 0;
     for (int c = 0; c < 5; ++c) {
-        for (int a = 0; a < 4 && algorithms[c][a]; ++a) {
+        for (int a = 0; a < 5 && algorithms[c][a]; ++a) {
             const char *name = algorithms[c][a];
             if (c == 3 && !strcmp(name, "recursive_doubling") && !is_pow2(size)) continue; /* restricted */
             LOOM_OK(loom_comm_set_param(comm, params[c], name));

@@ -40,6 +40,24 @@ TEST(Selector, DefaultsFollowMessageSize) {
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1 << 20)), "pairwise");
 }
 
+// On one node (every rank through shared memory) small messages take one round.
+TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
+    Config c;
+    auto one_node = [](CollArgs a) {
+        a.single_node = true;
+        return a;
+    };
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2))), "direct");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1024))), "direct");  // 4 KiB
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1025))), "recursive_doubling");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 9, 2))), "recursive_doubling");  // too many ranks
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 16))), "direct");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "recursive_doubling");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 8))), "pairwise");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "ring");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 8))), "scattered");
+}
+
 TEST(Selector, EveryDefaultChoiceIsApplicable) {
     Config c;
     for (int coll = 0; coll < kCollectiveCount; ++coll)
