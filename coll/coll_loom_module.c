@@ -176,17 +176,28 @@ bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
 /* ------------------------------------------------------------------ */
 /* argument conversion shared by blocking, nonblocking and persistent */
 
-/* Loom's type for an MPI datatype, or false (fall back). */
+/* Loom's type for an MPI datatype, or false (fall back). The last one
+ * accepted is remembered (predefined handles are never freed): loops call
+ * with the same type, and the lookup compares handle after handle. */
 static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
-    return loom_datatype_from_mpi(dtype, out) == LOOM_SUCCESS;
+    static _Thread_local struct ompi_datatype_t *known;  /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
+    static _Thread_local loom_datatype_t known_type;
+    if (dtype == known && known) {
+        *out = known_type;
+        return true;
+    }
+    if (loom_datatype_from_mpi(dtype, out) != LOOM_SUCCESS) return false;
+    known = dtype;
+    known_type = *out;
+    return true;
 }
 
 /* Checks a reduction's type and op; on failure sets *why. The last accepted
  * pair is remembered: loops call with the same one. */
-static struct ompi_datatype_t *last_dtype;
-static struct ompi_op_t *last_op;
-static loom_datatype_t last_type;
-static loom_op_t last_lop;
+static _Thread_local struct ompi_datatype_t *last_dtype;  /* per thread, as in loom_type */
+static _Thread_local struct ompi_op_t *last_op;
+static _Thread_local loom_datatype_t last_type;
+static _Thread_local loom_op_t last_lop;
 
 bool mca_coll_loom_reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
                            loom_op_t *lop, enum coll_loom_fallback *why) {

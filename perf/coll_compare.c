@@ -6,7 +6,7 @@
  * medians of the repetitions are compared. Results are validated: both
  * communicators must produce the same bytes.
  *
- * usage: mpirun -np 4 --mca coll_loom_priority 100 coll_compare [-m MAX] [-r REPS] [-c COLLECTIVE]
+ * usage: mpirun -np 4 --mca coll_loom_priority 100 coll_compare [-n MIN] [-m MAX] [-r REPS] [-c COLLECTIVE]...
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -43,16 +43,17 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int max_bytes = 1 << 20, reps = 9, only = -1;
+    int min_bytes = 1, max_bytes = 1 << 20, reps = 9, chosen = 0;  /* bit per collective; 0 = all */
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) max_bytes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) min_bytes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             ++i;
             for (int c = 0; c < NCOLL; ++c)
-                if (!strcmp(argv[i], names[c])) only = c;
+                if (!strcmp(argv[i], names[c])) chosen |= 1 << c;
         } else {
-            if (rank == 0) fprintf(stderr, "usage: coll_compare [-m MAX_BYTES] [-r REPS] [-c COLLECTIVE]\n");
+            if (rank == 0) fprintf(stderr, "usage: coll_compare [-n MIN_BYTES] [-m MAX_BYTES] [-r REPS] [-c COLLECTIVE]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -76,7 +77,7 @@ int main(int argc, char **argv) {
     double *t[2] = {malloc(sizeof(double) * reps), malloc(sizeof(double) * reps)};
     int bad = 0;
     for (int c = 0; c < NCOLL; ++c) {
-        if (only >= 0 && c != only) continue;
+        if (chosen && !(chosen & (1 << c))) continue;
         if (rank == 0) {
             printf("# %s latency, %d ranks: Open MPI default vs coll/loom, medians of %d alternating repetitions\n",
                    titles[c], size, reps);
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
             printf("%-10s %14s %14s %10s\n", "# Size", "Default(us)", "Loom(us)", "Loom/Def");
         }
         for (int bytes = (c == REDUCE_SCATTER ? 4 : 1); bytes <= max_bytes; bytes *= 2) {
+            if (bytes < min_bytes) continue;
             memset(check, 1, out_bytes(c, bytes));
             memset(out, 0, out_bytes(c, bytes));
             call(c, plain, in, check, bytes);

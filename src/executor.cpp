@@ -5,7 +5,8 @@
 namespace loom {
 
 Execution::Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers)
-    : program_(program), transport_(transport), tag_(tag), buffers_(buffers) {}
+    : program_(program), transport_(transport), transport_ranks_(static_cast<size_t>(transport.size())), tag_(tag),
+      buffers_(buffers) {}
 
 void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers) {
     program_ = program;
@@ -30,7 +31,7 @@ Status Execution::start() {
     unmet_ = p.initial_unmet;
     // A run that finished leaves every window counter at 0 and nothing
     // held: only a new or interrupted execution needs them cleared.
-    const size_t keys = 2 * static_cast<size_t>(transport_.size());
+    const size_t keys = 2 * transport_ranks_;
     if (!windows_clean_ || in_flight_.size() != keys) {
         in_flight_.assign(keys, 0);
         held_.assign(keys, Program::kNoStep);

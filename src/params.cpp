@@ -35,7 +35,7 @@ const std::vector<ParamSpec> &param_table() {
          "1: messages between ranks of one node go through Loom's shared-memory rings (up to shm_max_bytes); "
          "0: everything goes through the point-to-point transport. Read when the communicator is created",
          0, 1, Collective::allreduce},
-        {kParamShmMaxBytes, "shm_max_bytes", ParamType::size, "64KiB", 5,
+        {kParamShmMaxBytes, "shm_max_bytes", ParamType::size, "16KiB", 5,
          "Largest message sent through the shared-memory rings; larger ones use the point-to-point transport. "
          "Read when the communicator is created",
          0, 1LL << 30, Collective::allreduce},

@@ -18,7 +18,7 @@
 namespace loom {
 
 struct ShmGeometry {
-    uint32_t cells = 8;            // cells per channel (messages in flight before the sender waits)
+    uint32_t cells = 16;           // cells per channel (messages in flight before the sender waits)
     uint32_t cell_payload = 4096;  // bytes a cell carries
 };
 

@@ -75,9 +75,9 @@ for np in 1 2 3 4 5; do
     # One node: small messages take the one-round algorithms (a single rank
     # has no shared memory and keeps the general rules).
     if [ "$np" -eq 1 ]; then
-        run "$np" "default selection" "allreduce=recursive_doubling reduce_scatter=recursive_halving alltoall=pairwise"
+        run "$np" "default selection" "allreduce=recursive_doubling reduce_scatter=recursive_halving alltoall=scattered"
     else
-        run "$np" "default selection" "allreduce=direct reduce_scatter=pairwise allgather=direct alltoall=pairwise"
+        run "$np" "default selection" "allreduce=direct reduce_scatter=pairwise allgather=direct alltoall=scattered"
     fi
     # Every algorithm of every collective, forced by name; five runs cover
     # the longest list (allreduce has five).

@@ -37,6 +37,7 @@ TEST(Selector, DefaultsFollowMessageSize) {
     EXPECT_EQ(chosen(c, args(Collective::allgather, 6, 1 << 20)), "ring");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 16, 4)), "bruck");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1024)), "scattered");
+    EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1 << 16)), "scattered");
     EXPECT_EQ(chosen(c, args(Collective::alltoall, 4, 1 << 20)), "pairwise");
 }
 
@@ -54,7 +55,8 @@ TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 16))), "direct");
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "recursive_doubling");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 8))), "pairwise");
-    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "ring");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "pairwise");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 16, 1 << 18))), "ring");
     EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 8))), "scattered");
 }
 
