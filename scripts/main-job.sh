@@ -20,8 +20,11 @@ np=${LOOM_NP:-4}
 if [ -f coll/component-path/mca_coll_loom.so ]; then
     ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi3
     [ -d "$ompi_dir" ] || ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi
-    exec mpirun --oversubscribe -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 \
+    # Two ranks per core, bound: the same placement every run (unbound, the
+    # scheduler's placement changes from job to job and with it the timings).
+    exec mpirun --oversubscribe --bind-to core:overload-allowed -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 \
         --mca mca_base_component_path "$PWD/coll/component-path:$ompi_dir" --mca coll_loom_priority 100 \
         perf/coll_compare "$@"
 fi
-exec mpirun --oversubscribe -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 perf/loom_vs_mpi "$@"
+exec mpirun --oversubscribe --bind-to core:overload-allowed -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 \
+    perf/loom_vs_mpi "$@"
