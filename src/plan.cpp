@@ -87,8 +87,33 @@ void ProgramBuilder::track(const Slice &slice, bool write, StepId id, std::vecto
     }
 }
 
+Slice ProgramBuilder::to_current(const Slice &s) const {
+    if (groups_.empty() || s.buffer == Buffer::scratch) return s;
+    const Slice &base = s.buffer == Buffer::input ? groups_.back().input : groups_.back().output;
+    return Slice{base.buffer, base.offset + s.offset, s.count};
+}
+
+void ProgramBuilder::push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane) {
+    Group g;
+    g.input = to_current(input);
+    g.output = to_current(output);
+    g.lane = lane >= 0 ? lane : (groups_.empty() ? -1 : groups_.back().lane);
+    g.ranks = ranks;
+    if (!groups_.empty())
+        for (int &r : g.ranks) r = groups_.back().ranks[r];
+    groups_.push_back(std::move(g));
+}
+
+void ProgramBuilder::pop_group() { groups_.pop_back(); }
+
 StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps,
                            int lane) {
+    if (!groups_.empty()) {
+        if (peer >= 0) peer = groups_.back().ranks[peer];
+        if (kind == StepKind::send && groups_.back().lane >= 0) lane = groups_.back().lane;
+        dst = to_current(dst);
+        src = to_current(src);
+    }
     const size_t length = kind == StepKind::send ? src.count : dst.count;
     if (kind != StepKind::join && length == 0) kind = StepKind::join;
     const StepId id = static_cast<StepId>(p_.steps.size());

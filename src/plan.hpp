@@ -14,6 +14,8 @@
 
 namespace loom {
 
+struct NodeMap;
+
 enum class Collective : uint8_t { allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall };
 constexpr int kCollectiveCount = 5;
 const char *collective_name(Collective c);
@@ -108,9 +110,25 @@ class ProgramBuilder {
         input_aliased_ = true;
         input_alias_offset_ = offset;
     }
+    // Composition. The steps added between push_group and pop_group belong
+    // to a sub-collective over a group of ranks: its peer g is communicator
+    // rank ranks[g], and its input and output buffers are the given slices
+    // of the current ones (scratch stays shared). A sub-plan is then built
+    // by any algorithm's builder with group-relative CollArgs. Groups nest.
+    // `lane` >= 0 puts the group's sends on that lane (its rail).
+    void push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane = -1);
+    void pop_group();
     Program &program() { return p_; }
 
   private:
+    struct Group {
+        std::vector<int> ranks;
+        Slice input, output;
+        int lane;
+    };
+    std::vector<Group> groups_;
+    Slice to_current(const Slice &s) const;  // a slice of the innermost group, in the program's buffers
+
     // Per buffer, the touched elements as disjoint pieces [begin, end), each
     // with its last writer and the readers since: an access touches only the
     // pieces it overlaps, so building stays O(steps log steps).
@@ -160,6 +178,9 @@ struct CollArgs {
     // Every rank reaches every other through shared memory (one node), where
     // a message is cheap and a round of waiting is what costs.
     bool single_node = false;
+    // Which ranks share a node (null: unknown, treated as one node). Plans
+    // of node-aware algorithms depend on it; it is fixed per communicator.
+    const NodeMap *nodes = nullptr;
 
     // Elements of the input and output buffers each rank passes.
     size_t input_count() const;

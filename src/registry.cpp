@@ -9,28 +9,35 @@ extern const AlgorithmInfo kAllreduceRing;
 extern const AlgorithmInfo kAllreduceRabenseifner;
 extern const AlgorithmInfo kAllreduceRecursiveMultiplying;
 extern const AlgorithmInfo kAllreduceDirect;
+extern const AlgorithmInfo kAllreduceHierSplit;
+extern const AlgorithmInfo kAllreduceHierLeader;
 extern const AlgorithmInfo kReduceScatterRing;
 extern const AlgorithmInfo kReduceScatterRecursiveHalving;
 extern const AlgorithmInfo kReduceScatterPairwise;
 extern const AlgorithmInfo kReduceScatterBlockRing;
 extern const AlgorithmInfo kReduceScatterBlockRecursiveHalving;
 extern const AlgorithmInfo kReduceScatterBlockPairwise;
+extern const AlgorithmInfo kReduceScatterHierarchical;
+extern const AlgorithmInfo kReduceScatterBlockHierarchical;
 extern const AlgorithmInfo kAllgatherRing;
 extern const AlgorithmInfo kAllgatherRecursiveDoubling;
 extern const AlgorithmInfo kAllgatherBruck;
 extern const AlgorithmInfo kAllgatherDirect;
+extern const AlgorithmInfo kAllgatherHierarchical;
 extern const AlgorithmInfo kAlltoallPairwise;
 extern const AlgorithmInfo kAlltoallBruck;
 extern const AlgorithmInfo kAlltoallScattered;
+extern const AlgorithmInfo kAlltoallNodeAggregation;
 
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
         &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceRabenseifner, &kAllreduceRecursiveMultiplying,
-        &kAllreduceDirect,
-        &kReduceScatterRing, &kReduceScatterRecursiveHalving, &kReduceScatterPairwise,
+        &kAllreduceDirect, &kAllreduceHierSplit, &kAllreduceHierLeader,
+        &kReduceScatterRing, &kReduceScatterRecursiveHalving, &kReduceScatterPairwise, &kReduceScatterHierarchical,
         &kReduceScatterBlockRing, &kReduceScatterBlockRecursiveHalving, &kReduceScatterBlockPairwise,
-        &kAllgatherRing, &kAllgatherRecursiveDoubling, &kAllgatherBruck, &kAllgatherDirect,
-        &kAlltoallPairwise, &kAlltoallBruck, &kAlltoallScattered,
+        &kReduceScatterBlockHierarchical,
+        &kAllgatherRing, &kAllgatherRecursiveDoubling, &kAllgatherBruck, &kAllgatherDirect, &kAllgatherHierarchical,
+        &kAlltoallPairwise, &kAlltoallBruck, &kAlltoallScattered, &kAlltoallNodeAggregation,
     };
     return list;
 }

@@ -4,10 +4,13 @@
 // and the rendezvous protocol (the latter catches plans that deadlock on MPI).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 #include "cooperative_runner.hpp"
+#include "node_map.hpp"
 #include "reference.hpp"
 
 namespace loom::testing {
@@ -56,7 +59,7 @@ CollArgs make_args(const AlgorithmInfo &algo, int p, size_t count, bool in_place
 }
 
 std::string where(const CollArgs &a, const char *algo, const std::string &what) {
-    return std::string(algo) + " " + a.describe() + " " + what;
+    return std::string(algo) + " " + a.describe() + (a.nodes ? " on " + a.nodes->describe() : "") + " " + what;
 }
 
 // Reductions: runs `combo` on the plan set and compares every rank's result.
@@ -134,6 +137,40 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const
     return {};
 }
 
+// Node-aware algorithms only apply once the ranks' nodes are known.
+bool node_aware(const AlgorithmInfo &algo) { return !algo.not_applicable(make_args(algo, 4, 8, false, 4)).empty(); }
+
+// Emulated topologies for p ranks: two nodes of consecutive ranks, up to
+// four nodes, and uneven nodes (sizes 3, 1, 2, 3, 1, 2 ...) whose ranks are
+// shuffled, so a node's ranks are neither consecutive nor in order.
+std::vector<NodeMap> topologies_for(int p) {
+    std::vector<NodeMap> maps;
+    if (p < 2) return maps;
+    NodeMap m;
+    EXPECT_EQ(NodeMap::parse("nodes=2", p, &m), LOOM_SUCCESS);
+    maps.push_back(m);
+    EXPECT_EQ(NodeMap::parse("nodes=" + std::to_string(std::min(4, p)) + ",rails=2", p, &m), LOOM_SUCCESS);
+    maps.push_back(m);
+    std::vector<int> labels;
+    const int sizes[] = {3, 1, 2};
+    for (int node = 0; static_cast<int>(labels.size()) < p; ++node)
+        for (int i = 0; i < sizes[node % 3] && static_cast<int>(labels.size()) < p; ++i) labels.push_back(node);
+    std::mt19937 shuffle(static_cast<unsigned>(p));
+    std::shuffle(labels.begin(), labels.end(), shuffle);
+    maps.push_back(NodeMap::from_labels(labels));
+    return maps;
+}
+
+// The topology variants a case runs under: none, or for node-aware
+// algorithms every emulated topology above.
+std::vector<const NodeMap *> variants(const AlgorithmInfo &algo, const std::vector<NodeMap> &maps) {
+    if (!node_aware(algo)) return {nullptr};
+    std::vector<const NodeMap *> v;
+    for (const NodeMap &m : maps)
+        if (m.nodes() > 1) v.push_back(&m);
+    return v;
+}
+
 class AlgorithmMatrix : public ::testing::TestWithParam<const AlgorithmInfo *> {};
 
 TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
@@ -145,11 +182,17 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
     int failures = 0, cases = 0;
     uint64_t seed = 1;
     for (int p : communicator_sizes()) {
+        // Node-aware plans grow as p^2 messages; 2..17 ranks cover every
+        // shape of node (three topologies each) in a sensible time.
+        if (node_aware(algo) && p > 17) continue;
+        const std::vector<NodeMap> maps = topologies_for(p);
+        for (const NodeMap *nodes : variants(algo, maps))
         for (size_t count : counts_for(p)) {
             for (bool in_place : {false, true}) {
                 if (reduces(algo.collective)) {
                     for (const auto &[es, group] : by_size) {
-                        const CollArgs a = make_args(algo, p, count, in_place, es);
+                        CollArgs a = make_args(algo, p, count, in_place, es);
+                        a.nodes = nodes;
                         if (!algo.not_applicable(a).empty()) continue;
                         const PlanSet set = build_plans(algo, a);
                         for (size_t i = 0; i < group.size(); ++i) {
@@ -162,7 +205,8 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
                     }
                 } else {
                     for (size_t es : elem_sizes) {
-                        const CollArgs a = make_args(algo, p, count, in_place, es);
+                        CollArgs a = make_args(algo, p, count, in_place, es);
+                        a.nodes = nodes;
                         if (!algo.not_applicable(a).empty()) continue;
                         const PlanSet set = build_plans(algo, a);
                         for (auto proto : {InProcessProtocol::eager, InProcessProtocol::rendezvous}) {
@@ -201,6 +245,10 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
         shm.max_bytes = 300;
         shm.nodes = nodes;
         for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
+            // Node-aware algorithms see the nodes the rings emulate.
+            std::vector<int> labels(p);
+            for (int r = 0; r < p; ++r) labels[r] = r % nodes;
+            const NodeMap map = NodeMap::from_labels(labels);
             for (size_t count : counts_for(p)) {
                 for (bool in_place : {false, true}) {
                     if (reduces(algo.collective)) {
@@ -208,7 +256,8 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                         std::set<size_t> sizes_done;
                         for (const Combo &combo : combos) {
                             if (!sizes_done.insert(combo.type->size).second) continue;
-                            const CollArgs a = make_args(algo, p, count, in_place, combo.type->size);
+                            CollArgs a = make_args(algo, p, count, in_place, combo.type->size);
+                            if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
                             std::string err = check_reduction(build_plans(algo, a), combo,
                                                               InProcessProtocol::rendezvous, seed++, &shm);
@@ -218,7 +267,8 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                         }
                     } else {
                         for (size_t es : {size_t{1}, size_t{8}, size_t{32}}) {
-                            const CollArgs a = make_args(algo, p, count, in_place, es);
+                            CollArgs a = make_args(algo, p, count, in_place, es);
+                            if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
                             std::string err = check_movement(build_plans(algo, a), InProcessProtocol::rendezvous, &shm);
                             ++cases;
