@@ -94,6 +94,8 @@ typedef struct mca_coll_loom_module_t {
     loom_comm_t loom;
     loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
     int shm_local_ranks;                /* ranks of this node in comm (0: no shared memory) */
+    int *node_labels;                   /* per rank of comm: equal for ranks of one node */
+    int rails;
     enum coll_loom_state state;
     bool previous_saved;
     coll_loom_previous_t previous;
@@ -104,6 +106,9 @@ OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
  * in enable, before the private duplicate starts, so that every peer's inbox
  * exists once the duplicate is complete; attach maps them. */
 void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm);
+/* Which node each rank is on: the coll_loom_topology emulation (declared for
+ * MPI_COMM_WORLD's ranks) or the hosts' names; no communication. */
+void mca_coll_loom_find_nodes(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm);
 int mca_coll_loom_shm_attach(mca_coll_loom_module_t *m);
 
 /* component */

@@ -20,6 +20,8 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->loom = NULL;
     m->shm_inbox = NULL;
     m->shm_local_ranks = 0;
+    m->node_labels = NULL;
+    m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
     memset(&m->previous, 0, sizeof(m->previous));
@@ -47,6 +49,7 @@ static void module_destruct(mca_coll_loom_module_t *m) {
     if (m->comm == &ompi_mpi_comm_world.comm && ompi_comm_rank(m->comm) == 0) mca_coll_loom_print_stats(m->loom);
     if (m->loom) loom_comm_free(&m->loom);
     if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
+    free(m->node_labels);
     if (m->idup_request) {
         ompi_request_wait(&m->idup_request, MPI_STATUS_IGNORE);
         m->idup_request = NULL;
@@ -107,6 +110,7 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     if (!m->private_comm && !m->idup_request) {
         /* The inbox exists before the duplicate starts: a peer that sees the
          * duplicate complete may map it at once. */
+        mca_coll_loom_find_nodes(m, comm);
         mca_coll_loom_shm_create_inbox(m, comm);
         opal_info_t *info = OBJ_NEW(opal_info_t);
         opal_info_set(info, "ompi_comm_coll_preference", "^loom");
@@ -165,6 +169,9 @@ bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
      * that cannot attach must not run Loom while its peers expect it to
      * read their messages from its inbox; it cannot fall back alone either,
      * so this is reported loudly (it means /dev/shm vanished under us). */
+    if (m->node_labels &&
+        loom_comm_set_nodes(m->loom, m->node_labels, ompi_comm_size(m->comm), m->rails) != LOOM_SUCCESS)
+        fprintf(stderr, "coll/loom: %s\n", loom_last_error());
     if (mca_coll_loom_shm_attach(m) != LOOM_SUCCESS) {
         m->state = COLL_LOOM_FAILED;
         return false;

@@ -180,7 +180,7 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     std::unique_ptr<Transport> transport;
     LOOM_RETURN_IF_ERROR(make_mpi_transport(comm, &transport));
     LOOM_RETURN_IF_ERROR(new_communicator(std::move(config), std::move(transport), out));
-    Status st = attach_shared_memory_mpi(comm, *(*out)->impl);
+    Status st = setup_nodes_mpi(comm, *(*out)->impl);
     if (st != LOOM_SUCCESS) {
         delete *out;
         *out = nullptr;
@@ -314,6 +314,33 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
                                                    "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall)");
     if (!name) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_last_algorithm: name is NULL");
     *name = comm->impl->last_algorithm(c);
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_set_nodes(loom_comm_t comm, const int *labels, int nranks, int rails) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!labels || nranks < 1) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: labels is NULL or empty");
+    if (rails < 1 || rails > 64) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: rails must be 1..64");
+    return comm->impl->set_nodes(NodeMap::from_labels(std::vector<int>(labels, labels + nranks), rails));
+}
+
+int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails) {
+    if (!spec || !labels || !rails || nranks < 1)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_topology_parse: NULL argument or no ranks");
+    NodeMap m;
+    if (NodeMap::parse(spec, nranks, &m) != LOOM_SUCCESS)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, last_error_message());
+    std::copy(m.node_of.begin(), m.node_of.end(), labels);
+    *rails = m.rails;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!text) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_describe_nodes: text is NULL");
+    static thread_local std::string held;
+    held = comm->impl->nodes().describe();
+    *text = held.c_str();
     return LOOM_SUCCESS;
 }
 

@@ -70,7 +70,9 @@ Status Communicator::progress_all() {
 }
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
-    : transport_(std::move(transport)), config_(std::move(config)) {}
+    : transport_(std::move(transport)), config_(std::move(config)) {
+    nodes_ = NodeMap::single_node(transport_->size());
+}
 
 Communicator::~Communicator() {
     blocking_.reset();  // before active_ goes: the request unregisters itself
@@ -132,7 +134,18 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
     args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
     args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
-    args.single_node = shared_memory_ranks_ == size() && size() > 1;
+    args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
+    args.nodes = nodes_.nodes() > 1 ? &nodes_ : nullptr;
+}
+
+Status Communicator::set_nodes(NodeMap nodes) {
+    if (started_any_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "the node map must be set before the communicator's first collective");
+    if (nodes.nranks() != size())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "node map for " + std::to_string(nodes.nranks()) +
+                                                   " ranks on a communicator of " + std::to_string(size()));
+    nodes_ = std::move(nodes);
+    return LOOM_SUCCESS;
 }
 
 Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {

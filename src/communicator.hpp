@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "executor.hpp"
+#include "node_map.hpp"
 #include "params.hpp"
 #include "selector.hpp"
 #include "transport.hpp"
@@ -68,6 +69,11 @@ class Communicator {
     // keep a reference to the transport.
     Status attach_shared_memory(SharedMemoryNode node);
 
+    // Which node each rank is on. Only before the first collective; plans
+    // of node-aware algorithms depend on it.
+    Status set_nodes(NodeMap nodes);
+    const NodeMap &nodes() const { return nodes_; }
+
     // Progresses every active request once.
     Status progress_all();
 
@@ -121,7 +127,8 @@ class Communicator {
     std::vector<Request *> active_;
     bool progressing_ = false;
     bool started_any_ = false;
-    int shared_memory_ranks_ = 1;  // ranks of this one's node group once shared memory is attached
+    int shared_memory_ranks_ = 1;
+    NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };
 

@@ -126,6 +126,20 @@ int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const in
 int loom_shm_inbox_free(loom_shm_inbox_t *inbox);
 int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox);
 
+/* Which node each rank of `comm` is on: labels[r] is equal for ranks of one
+ * node (any integers); `rails` is the network rails per node. Node-aware
+ * algorithms and the selector follow it. loom_comm_create sets it from the
+ * machine or the topology parameter; coll/loom from Open MPI's host names.
+ * Only before the communicator's first collective. */
+int loom_comm_set_nodes(loom_comm_t comm, const int *labels, int nranks, int rails);
+/* Parses a topology specification (the topology parameter's syntax) for
+ * `nranks` ranks: node labels per rank into `labels` (nranks entries) and the
+ * rail count. LOOM_ERR_INVALID_PARAMETER_VALUE with the reason if it does not
+ * fit. */
+int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails);
+/* The node map as text ("2 nodes: [0 2] [1 3]"); valid until the next call. */
+int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
+
 /* What carries a communicator's messages: `name` is "shared_memory" when the
  * intra-node path is attached (over a point-to-point transport), else that
  * transport's ("mpi", "external"). With shared memory, `node_ranks` is the

@@ -36,6 +36,7 @@ const char *type_name(ParamType t) {
         case ParamType::algorithm: return "algorithm";
         case ParamType::size: return "size";
         case ParamType::integer: return "integer";
+        case ParamType::topology: return "topology";
     }
     return "?";
 }

@@ -1,9 +1,11 @@
 #include "params.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
 #include "algorithm.hpp"
+#include "node_map.hpp"
 
 namespace loom {
 
@@ -39,6 +41,11 @@ const std::vector<ParamSpec> &param_table() {
          "Largest message sent through the shared-memory rings; larger ones use the point-to-point transport. "
          "Read when the communicator is created",
          0, 1LL << 30, Collective::allreduce},
+        {kParamTopology, "topology", ParamType::topology, "", 4,
+         "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
+         "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
+         "and shared memory links only ranks of one emulated node (read when the communicator is created)",
+         0, 0, Collective::allreduce},
     };
     return table;
 }
@@ -109,6 +116,16 @@ Status Config::set(const std::string &name, const std::string &value) {
                                 (spec->type == ParamType::size ? "a size" : "an integer") + " in [" +
                                 std::to_string(spec->min_value) + ", " + std::to_string(spec->max_value) + "]");
             values_[spec->id] = v;
+            break;
+        }
+        case ParamType::topology: {
+            // The rank count is known only to the communicator: check the form here.
+            NodeMap m;
+            const size_t labels = value.find("nodes=") == std::string::npos
+                                      ? static_cast<size_t>(std::count(value.begin(), value.end(), ',') + 1)
+                                      : size_t{1} << 20;
+            if (!value.empty() && NodeMap::parse(value, static_cast<int>(labels), &m) != LOOM_SUCCESS)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "parameter " + name + ": " + last_error_message());
             break;
         }
     }

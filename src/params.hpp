@@ -11,7 +11,7 @@
 
 namespace loom {
 
-enum class ParamType { algorithm, size, integer };
+enum class ParamType { algorithm, size, integer, topology };
 
 enum ParamId {
     kParamAllreduceAlgorithm,
@@ -26,6 +26,7 @@ enum ParamId {
     kParamVerbose,
     kParamSharedMemory,
     kParamShmMaxBytes,
+    kParamTopology,
     kParamCount
 };
 

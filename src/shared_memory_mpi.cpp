@@ -1,7 +1,10 @@
-// Shared-memory set-up for communicators made from an MPI communicator
-// (loom_comm_create): the node group comes from MPI_Comm_split_type, the
-// node's ranks agree on a random identity, create their inboxes, map each
-// other's and then unlink the names, so nothing is left in /dev/shm.
+// Node set-up for communicators made from an MPI communicator
+// (loom_comm_create). Which ranks share a node comes from
+// MPI_Comm_split_type, or from the emulated topology parameter (declared for
+// MPI_COMM_WORLD's ranks, so sub-communicators inherit it). The ranks of a
+// node (real and, when emulating, emulated) then agree on a random identity,
+// create their inboxes, map each other's and unlink the names, so nothing is
+// left in /dev/shm.
 #include "shared_memory_mpi.hpp"
 
 #include <algorithm>
@@ -22,33 +25,63 @@ bool node_agrees(bool ok, MPI_Comm node) {
     return all == 1;
 }
 
-}  // namespace
+// Communicator ranks of `group_comm`'s members, ascending.
+std::vector<int> ranks_in(MPI_Comm group_comm, MPI_Comm comm) {
+    int n = 0;
+    MPI_Comm_size(group_comm, &n);
+    MPI_Group g, cg;
+    MPI_Comm_group(group_comm, &g);
+    MPI_Comm_group(comm, &cg);
+    std::vector<int> mine(n), out(n);
+    for (int i = 0; i < n; ++i) mine[i] = i;
+    MPI_Group_translate_ranks(g, n, mine.data(), cg, out.data());
+    MPI_Group_free(&g);
+    MPI_Group_free(&cg);
+    std::sort(out.begin(), out.end());
+    return out;
+}
 
-Status attach_shared_memory_mpi(MPI_Comm comm, Communicator &c) {
-    if (c.config().integer(kParamSharedMemory) == 0) return LOOM_SUCCESS;
-    MPI_Comm node;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return fail(LOOM_ERR_TRANSPORT, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+// Each rank's node label: the emulated topology's, or the lowest
+// communicator rank of its shared-memory node.
+Status node_labels(MPI_Comm comm, MPI_Comm machine_node, const std::string &topology, std::vector<int> *labels,
+                   int *rails) {
+    int p = 0;
+    MPI_Comm_size(comm, &p);
+    labels->assign(p, 0);
+    *rails = 1;
+    if (topology.empty()) {
+        const int leader = ranks_in(machine_node, comm).front();
+        MPI_Allgather(&leader, 1, MPI_INT, labels->data(), 1, MPI_INT, comm);
+        return LOOM_SUCCESS;
+    }
+    int world_size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    NodeMap world;
+    if (NodeMap::parse(topology, world_size, &world) != LOOM_SUCCESS)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, std::string(last_error_message()) +
+                                                          " (it describes MPI_COMM_WORLD's " +
+                                                          std::to_string(world_size) + " ranks)");
+    MPI_Group comm_group, world_group;
+    MPI_Comm_group(comm, &comm_group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    std::vector<int> mine(p), in_world(p);
+    for (int r = 0; r < p; ++r) mine[r] = r;
+    MPI_Group_translate_ranks(comm_group, p, mine.data(), world_group, in_world.data());
+    MPI_Group_free(&comm_group);
+    MPI_Group_free(&world_group);
+    for (int r = 0; r < p; ++r) (*labels)[r] = world.node_of[in_world[r]];
+    *rails = world.rails;
+    return LOOM_SUCCESS;
+}
+
+// `node`: the ranks that share memory and (emulated) node with this one.
+void attach_shared_memory(MPI_Comm comm, MPI_Comm node, Communicator &c) {
     int nlocal = 0, node_rank = 0;
     MPI_Comm_size(node, &nlocal);
     MPI_Comm_rank(node, &node_rank);
-    if (nlocal < 2) {
-        MPI_Comm_free(&node);
-        return LOOM_SUCCESS;
-    }
+    if (nlocal < 2) return;
     SharedMemoryNode sm;
-    {
-        MPI_Group node_group, comm_group;
-        MPI_Comm_group(node, &node_group);
-        MPI_Comm_group(comm, &comm_group);
-        std::vector<int> in_node(nlocal);
-        sm.local_ranks.resize(nlocal);
-        for (int i = 0; i < nlocal; ++i) in_node[i] = i;
-        MPI_Group_translate_ranks(node_group, nlocal, in_node.data(), comm_group, sm.local_ranks.data());
-        MPI_Group_free(&node_group);
-        MPI_Group_free(&comm_group);
-        std::sort(sm.local_ranks.begin(), sm.local_ranks.end());
-    }
+    sm.local_ranks = ranks_in(node, comm);
     uint64_t identity = 0;
     if (node_rank == 0) {
         std::random_device rd;
@@ -67,15 +100,38 @@ Status attach_shared_memory_mpi(MPI_Comm comm, Communicator &c) {
         if (st != LOOM_SUCCESS) why = last_error_message();
         if (node_agrees(st == LOOM_SUCCESS, node)) {
             sm.own->unlink();  // every peer has mapped it
-            MPI_Comm_free(&node);
-            return c.attach_shared_memory(std::move(sm));
+            st = c.attach_shared_memory(std::move(sm));
+            if (st == LOOM_SUCCESS) return;
+            why = last_error_message();
         }
     }
-    MPI_Comm_free(&node);
-    // Not fatal: point-to-point still works. Say why once per rank that failed.
+    // Not fatal: point-to-point still works. Say why on the ranks that failed.
     if (!why.empty() && c.config().integer(kParamVerbose) >= 1)
         std::fprintf(stderr, "loom: rank %d: shared-memory path off: %s\n", c.rank(), why.c_str());
-    return LOOM_SUCCESS;
+}
+
+}  // namespace
+
+Status setup_nodes_mpi(MPI_Comm comm, Communicator &c) {
+    MPI_Comm machine_node;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &machine_node) != MPI_SUCCESS)
+        return fail(LOOM_ERR_TRANSPORT, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+    std::vector<int> labels;
+    int rails = 1;
+    Status st = node_labels(comm, machine_node, c.config().raw(kParamTopology), &labels, &rails);
+    if (st == LOOM_SUCCESS) {
+        NodeMap map = NodeMap::from_labels(labels, rails);
+        map.emulated = !c.config().raw(kParamTopology).empty();
+        st = c.set_nodes(std::move(map));
+    }
+    if (st == LOOM_SUCCESS && c.config().integer(kParamSharedMemory) != 0) {
+        MPI_Comm node;
+        MPI_Comm_split(machine_node, labels[c.rank()], c.rank(), &node);
+        attach_shared_memory(comm, node, c);
+        MPI_Comm_free(&node);
+    }
+    MPI_Comm_free(&machine_node);
+    return st;
 }
 
 }  // namespace loom

@@ -54,7 +54,11 @@ run() {
     # The transport line: shared memory among all ranks (one node) unless
     # the run turned it off or there is a single rank.
     want="shared_memory among $np ranks"
-    case "$*" in *"coll_loom_shared_memory 0"*) want="external (point-to-point only)" ;; esac
+    case "$*" in
+        *"coll_loom_shared_memory 0"*) want="external (point-to-point only)" ;;
+        # Rank 0's emulated node has 2 ranks in both topologies used below.
+        *"coll_loom_topology"*) want="shared_memory among 2 ranks" ;;
+    esac
     [ "$np" -eq 1 ] && want="external (point-to-point only)"
     if ! grep -q "MPI_COMM_WORLD transport: $want" "$log"; then
         echo "FAIL: np=$np $label: stats do not show the transport '$want'"
@@ -101,6 +105,21 @@ for np in 1 2 3 4 5; do
     # 100 bytes through the PML, below through the rings).
     run "$np" "shared memory off" "allreduce=recursive_doubling" --mca coll_loom_shared_memory 0
     [ "$np" -gt 1 ] && run "$np" "shm_max_bytes=100" "allreduce=direct" --mca coll_loom_shm_max_bytes 100
+done
+
+# Emulated nodes through the component: 4 ranks as 2 nodes and 5 ranks on
+# uneven, interleaved nodes, each node-aware algorithm forced; the stats must
+# show shared memory only within an emulated node.
+for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
+    set -- $spec
+    np=$1 topo=$2
+    run "$np" "topology $topo, hier_split/hierarchical/node_aggregation" \
+        "allreduce=hier_split reduce_scatter=hierarchical reduce_scatter_block=hierarchical allgather=hierarchical alltoall=node_aggregation" \
+        --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_split \
+        --mca coll_loom_reduce_scatter_algorithm hierarchical --mca coll_loom_reduce_scatter_block_algorithm hierarchical \
+        --mca coll_loom_allgather_algorithm hierarchical --mca coll_loom_alltoall_algorithm node_aggregation
+    run "$np" "topology $topo, hier_leader" "allreduce=hier_leader" \
+        --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_leader
 done
 
 # A job killed before its ranks ever ran a collective leaves named inboxes

@@ -30,6 +30,16 @@ for np in 2 3; do
         status=1
     fi
 done
+# Emulated nodes: 4 ranks as 2 nodes, and 5 ranks on uneven nodes whose
+# ranks are not consecutive; every node-aware algorithm is forced in turn.
+for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
+    np=${spec%% *}
+    topo=${spec#* }
+    if ! LOOM_TOPOLOGY="$topo" timeout 300 "$MPIEXEC" -x LOOM_TOPOLOGY --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+        echo "FAIL: test_mpi_collectives at np=$np with LOOM_TOPOLOGY=$topo"
+        status=1
+    fi
+done
 left=$(ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true)
 if [ -n "$left" ]; then
     echo "FAIL: inboxes left in /dev/shm: $left"
