@@ -1,6 +1,7 @@
 #include "selector.hpp"
 
 #include "fold.hpp"
+#include "node_map.hpp"
 
 namespace loom {
 namespace {
@@ -13,7 +14,54 @@ std::string bytes_text(size_t b) {
 
 }  // namespace
 
+// Several nodes with several ranks on some: the node-aware algorithms keep
+// traffic inside nodes where they can. These rules assume a network that
+// costs more than shared memory (a cluster); on one machine with emulated
+// nodes the small-message ones run slower than the flat ones (measured, see
+// the issue notes) and the cost model is to weigh them instead.
+bool node_aware_choice(const CollArgs &a, std::vector<const char *> *out, std::string *why) {
+    if (!a.nodes || a.nodes->nodes() < 2 || a.nodes->max_ranks_per_node() < 2) return false;
+    const size_t elem = a.elem_size;
+    const std::string shape = std::to_string(a.nodes->nodes()) + " nodes of up to " +
+                              std::to_string(a.nodes->max_ranks_per_node()) + " ranks";
+    switch (a.collective) {
+        case Collective::allreduce: {
+            const size_t bytes = a.count * elem;
+            if (bytes <= 8 * 1024 && a.nodes->max_ranks_per_node() >= 4) {
+                *why = "vector " + bytes_text(bytes) + " <= 8 KiB on " + shape + ": one leader per node on the network";
+                *out = {"hier_leader", "recursive_doubling"};
+                return true;
+            }
+            if (bytes > 64 * 1024) {
+                *why = "vector " + bytes_text(bytes) + " > 64 KiB on " + shape + ": every local rank on the network";
+                *out = {"hier_split", "rabenseifner"};
+                return true;
+            }
+            return false;
+        }
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block:
+            *why = shape + ": node-sums cross the network once";
+            *out = {"hierarchical", "ring"};
+            return true;
+        case Collective::allgather:
+            *why = shape + ": within nodes first, then one fetch per remote node";
+            *out = {"hierarchical", "ring"};
+            return true;
+        case Collective::alltoall:
+            if (a.count * elem <= 256) {
+                *why = "blocks of " + bytes_text(a.count * elem) + " <= 256 B on " + shape + ": one message per node pair";
+                *out = {"node_aggregation", "bruck"};
+                return true;
+            }
+            return false;
+    }
+    return false;
+}
+
 std::vector<const char *> default_preference(const CollArgs &a, std::string *why) {
+    std::vector<const char *> node_aware;
+    if (node_aware_choice(a, &node_aware, why)) return node_aware;
     // Thresholds follow the alpha-beta costs: latency-bound algorithms
     // (log p rounds) below, bandwidth-optimal ones (ring, pairwise) above.
     const size_t elem = a.elem_size;

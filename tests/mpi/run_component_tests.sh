@@ -120,6 +120,9 @@ for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
         --mca coll_loom_allgather_algorithm hierarchical --mca coll_loom_alltoall_algorithm node_aggregation
     run "$np" "topology $topo, hier_leader" "allreduce=hier_leader" \
         --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_leader
+    run "$np" "topology $topo, default selection" \
+        "allreduce=hier_split reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
+        --mca coll_loom_topology "$topo"
 done
 
 # A job killed before its ranks ever ran a collective leaves named inboxes

@@ -1,6 +1,7 @@
 // The default selection and the forced-name path, including its errors.
 #include <gtest/gtest.h>
 
+#include "node_map.hpp"
 #include "selector.hpp"
 
 namespace loom {
@@ -58,6 +59,29 @@ TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 16, 1 << 18))), "ring");
     EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 8))), "scattered");
+}
+
+// On several nodes the node-aware algorithms take over where the rules say.
+TEST(Selector, SeveralNodesTakeNodeAwareAlgorithms) {
+    Config c;
+    NodeMap two, four_by_four, one_per_node;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &two), LOOM_SUCCESS);
+    ASSERT_EQ(NodeMap::parse("nodes=4", 16, &four_by_four), LOOM_SUCCESS);
+    ASSERT_EQ(NodeMap::parse("nodes=4", 4, &one_per_node), LOOM_SUCCESS);
+    auto on = [](const NodeMap &m, CollArgs a) {
+        a.nodes = &m;
+        return a;
+    };
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 1 << 20))), "hier_split");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 2))), "recursive_doubling");  // 2 ranks per node
+    EXPECT_EQ(chosen(c, on(four_by_four, args(Collective::allreduce, 16, 2))), "hier_leader");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter, 4, 100))), "hierarchical");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter_block, 4, 100))), "hierarchical");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allgather, 4, 100))), "hierarchical");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 8))), "node_aggregation");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 1024))), "scattered");
+    // One rank per node: nothing to keep inside a node.
+    EXPECT_EQ(chosen(c, on(one_per_node, args(Collective::allgather, 4, 100))), "recursive_doubling");
 }
 
 TEST(Selector, EveryDefaultChoiceIsApplicable) {
