@@ -335,6 +335,20 @@ int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails) {
     return LOOM_SUCCESS;
 }
 
+int loom_comm_node_info(loom_comm_t comm, int *node, int *nodes, int *local, int *local_count, int *rails) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!node || !nodes || !local || !local_count || !rails)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_node_info: NULL argument");
+    const NodeMap &m = comm->impl->nodes();
+    const int r = comm->impl->rank();
+    *node = m.node_of[r];
+    *nodes = m.nodes();
+    *local = m.local_index[r];
+    *local_count = m.ranks_on(*node);
+    *rails = m.rails;
+    return LOOM_SUCCESS;
+}
+
 int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!text) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_describe_nodes: text is NULL");

@@ -137,6 +137,9 @@ int loom_comm_set_nodes(loom_comm_t comm, const int *labels, int nranks, int rai
  * rail count. LOOM_ERR_INVALID_PARAMETER_VALUE with the reason if it does not
  * fit. */
 int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails);
+/* Where the calling rank sits in `comm`'s node map: its node and the node
+ * count, its index among its node's ranks and their count, the rails. */
+int loom_comm_node_info(loom_comm_t comm, int *node, int *nodes, int *local, int *local_count, int *rails);
 /* The node map as text ("2 nodes: [0 2] [1 3]"); valid until the next call. */
 int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
 

@@ -5,8 +5,15 @@
 #include <cstring>
 #include <string>
 
+#include <mpi.h>
+#include <unistd.h>
+
+#include <vector>
+
 #include "algorithm.hpp"
 #include "datatype.hpp"
+#include "loom.h"
+#include "machine.hpp"
 #include "params.hpp"
 
 using namespace loom;
@@ -15,8 +22,9 @@ namespace {
 
 void usage(FILE *f) {
     std::fprintf(f,
-                 "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-v|--version] [-h|--help]\n"
-                 "With no option, prints everything. See loom-info(1).\n");
+                 "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
+                 "With no option, prints everything but the topology. --topology runs under mpirun\n"
+                 "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). See loom-info(1).\n");
 }
 
 void print_algorithms() {
@@ -66,9 +74,58 @@ void print_datatypes() {
     }
 }
 
+// Under mpirun: what every rank sees (node, local rank, transport, rail),
+// then each node's machine as hwloc reports it.
+int print_topology(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    loom_comm_t lc = nullptr;
+    if (loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: rank %d: %s\n", rank, loom_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int node = 0, nodes = 1, local = 0, local_count = 1, rails = 1;
+    loom_comm_node_info(lc, &node, &nodes, &local, &local_count, &rails);
+    loom_transport_info_t t;
+    loom_comm_transport_info(lc, &t);
+    MachineView view;
+    const bool have_machine = discover_machine(&view) == LOOM_SUCCESS;
+    const int nic = have_machine ? assign_rail(view, local, local_count) : -1;
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    char line[512];
+    std::snprintf(line, sizeof line, "rank %d: host %s, node %d of %d, local rank %d of %d, %s among %d, lane %d of %d, NIC %s",
+                  rank, host, node, nodes, local, local_count, t.name, t.node_ranks, local % rails, rails,
+                  nic >= 0 ? view.nics[nic].name.c_str() : "(none)");
+    std::vector<char> all(rank == 0 ? sizeof line * size : 1);
+    MPI_Gather(line, sizeof line, MPI_CHAR, all.data(), sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+    // One machine description per node: from its first local rank.
+    char machine[1024] = "";
+    if (local == 0)
+        std::snprintf(machine, sizeof machine, "node %d (%s): %s", node, host,
+                      have_machine ? view.describe().c_str() : loom_last_error());
+    std::vector<char> machines(rank == 0 ? sizeof machine * size : 1);
+    MPI_Gather(machine, sizeof machine, MPI_CHAR, machines.data(), sizeof machine, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        const char *text = nullptr;
+        loom_comm_describe_nodes(lc, &text);
+        std::printf("Loom topology of MPI_COMM_WORLD (%d ranks): %s\n", size, text);
+        for (int r = 0; r < size; ++r) std::printf("  %s\n", &all[sizeof line * r]);
+        for (int r = 0; r < size; ++r)
+            if (machines[sizeof machine * r]) std::printf("  %s\n", &machines[sizeof machine * r]);
+    }
+    loom_comm_free(&lc);
+    MPI_Finalize();
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "-t") || !std::strcmp(argv[i], "--topology")) return print_topology(argc, argv);
     bool algorithms = false, params = false, datatypes = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];

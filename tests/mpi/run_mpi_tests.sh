@@ -40,6 +40,17 @@ for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
         status=1
     fi
 done
+# loom-info --topology under mpirun reports the emulated nodes as every rank sees them.
+out=$(LOOM_TOPOLOGY="0,1,1,0;rails=2" timeout 120 "$MPIEXEC" -x LOOM_TOPOLOGY --oversubscribe -np 4 \
+    "${top_builddir:-.}/src/loom-info" --topology 2>&1)
+if echo "$out" | grep -q "2 nodes: \[0 3\] \[1 2\], 2 rails (emulated)" &&
+    echo "$out" | grep -q "rank 2: .*node 1 of 2, local rank 1 of 2, shared_memory among 2, lane 1 of 2"; then
+    echo "PASS: loom-info --topology"
+else
+    echo "FAIL: loom-info --topology printed:"
+    echo "$out"
+    status=1
+fi
 left=$(ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true)
 if [ -n "$left" ]; then
     echo "FAIL: inboxes left in /dev/shm: $left"
