@@ -43,6 +43,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 extern const AlgorithmInfo kAllgatherHierarchical = {
     Collective::allgather, "hierarchical",
     "allgather within each node, then each local rank fetches the other nodes' blocks from its counterpart there",
-    "several nodes (any ranks per node, any rank order)", needs_several_nodes, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

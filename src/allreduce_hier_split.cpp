@@ -71,6 +71,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 extern const AlgorithmInfo kAllreduceHierSplit = {
     Collective::allreduce, "hier_split",
     "intra-node reduce-scatter, one inter-node allreduce per local rank on its own piece and rail, intra-node allgather",
-    "several nodes (any ranks per node, any rank order)", needs_several_nodes, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -92,6 +92,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 extern const AlgorithmInfo kAlltoallNodeAggregation = {
     Collective::alltoall, "node_aggregation",
     "per node pair one aggregated message between agents spread over the local ranks; for small blocks across nodes",
-    "several nodes (any ranks per node, any rank order)", needs_several_nodes, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -135,7 +135,7 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
     args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
     args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
-    args.nodes = nodes_.nodes() > 1 ? &nodes_ : nullptr;
+    args.nodes = &nodes_;
 }
 
 Status Communicator::set_nodes(NodeMap nodes) {

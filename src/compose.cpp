@@ -46,10 +46,9 @@ int index_in(const std::vector<int> &ranks, int rank) {
     return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
 }
 
-std::string needs_several_nodes(const CollArgs &a) {
-    if (!a.nodes) return "needs to know which ranks share a node (set the topology parameter, e.g. nodes=2)";
+std::string needs_node_map(const CollArgs &a) {
+    if (!a.nodes) return "needs to know which ranks share a node";
     if (a.nodes->nranks() != a.nranks) return "the node map has " + std::to_string(a.nodes->nranks()) + " ranks";
-    if (a.nodes->nodes() < 2) return "the communicator spans one node";
     return {};
 }
 

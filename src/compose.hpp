@@ -33,7 +33,9 @@ struct NodeView {
           k(static_cast<int>(map.members[map.node_of[rank]].size())) {}
 };
 
-// Restriction shared by the node-aware algorithms.
-std::string needs_several_nodes(const CollArgs &a);
+// Restriction shared by the node-aware algorithms: a node map (any number
+// of nodes, one included, any ranks per node). Communicators on one node
+// pass none, so there they are forced only through a topology parameter.
+std::string needs_node_map(const CollArgs &a);
 
 }  // namespace loom

@@ -140,13 +140,15 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const
 // Node-aware algorithms only apply once the ranks' nodes are known.
 bool node_aware(const AlgorithmInfo &algo) { return !algo.not_applicable(make_args(algo, 4, 8, false, 4)).empty(); }
 
-// Emulated topologies for p ranks: two nodes of consecutive ranks, up to
-// four nodes, and uneven nodes (sizes 3, 1, 2, 3, 1, 2 ...) whose ranks are
+// Emulated topologies for p ranks: one node, two nodes of consecutive ranks,
+// up to four nodes, and uneven nodes (sizes 3, 1, 2, 3, 1, 2 ...) whose ranks are
 // shuffled, so a node's ranks are neither consecutive nor in order.
 std::vector<NodeMap> topologies_for(int p) {
     std::vector<NodeMap> maps;
-    if (p < 2) return maps;
     NodeMap m;
+    EXPECT_EQ(NodeMap::parse("nodes=1", p, &m), LOOM_SUCCESS);
+    maps.push_back(m);
+    if (p < 2) return maps;
     EXPECT_EQ(NodeMap::parse("nodes=2", p, &m), LOOM_SUCCESS);
     maps.push_back(m);
     EXPECT_EQ(NodeMap::parse("nodes=" + std::to_string(std::min(4, p)) + ",rails=2", p, &m), LOOM_SUCCESS);
@@ -166,8 +168,7 @@ std::vector<NodeMap> topologies_for(int p) {
 std::vector<const NodeMap *> variants(const AlgorithmInfo &algo, const std::vector<NodeMap> &maps) {
     if (!node_aware(algo)) return {nullptr};
     std::vector<const NodeMap *> v;
-    for (const NodeMap &m : maps)
-        if (m.nodes() > 1) v.push_back(&m);
+    for (const NodeMap &m : maps) v.push_back(&m);
     return v;
 }
 
