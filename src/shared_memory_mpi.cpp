@@ -25,18 +25,24 @@ bool node_agrees(bool ok, MPI_Comm node) {
     return all == 1;
 }
 
-// Communicator ranks of `group_comm`'s members, ascending.
-std::vector<int> ranks_in(MPI_Comm group_comm, MPI_Comm comm) {
+// The rank in `to` of each rank of `from`, in `from`'s order.
+std::vector<int> translate_all(MPI_Comm from, MPI_Comm to) {
     int n = 0;
-    MPI_Comm_size(group_comm, &n);
-    MPI_Group g, cg;
-    MPI_Comm_group(group_comm, &g);
-    MPI_Comm_group(comm, &cg);
+    MPI_Comm_size(from, &n);
+    MPI_Group g, tg;
+    MPI_Comm_group(from, &g);
+    MPI_Comm_group(to, &tg);
     std::vector<int> mine(n), out(n);
     for (int i = 0; i < n; ++i) mine[i] = i;
-    MPI_Group_translate_ranks(g, n, mine.data(), cg, out.data());
+    MPI_Group_translate_ranks(g, n, mine.data(), tg, out.data());
     MPI_Group_free(&g);
-    MPI_Group_free(&cg);
+    MPI_Group_free(&tg);
+    return out;
+}
+
+// Communicator ranks of `group_comm`'s members, ascending.
+std::vector<int> ranks_in(MPI_Comm group_comm, MPI_Comm comm) {
+    std::vector<int> out = translate_all(group_comm, comm);
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -61,14 +67,7 @@ Status node_labels(MPI_Comm comm, MPI_Comm machine_node, const std::string &topo
         return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, std::string(last_error_message()) +
                                                           " (it describes MPI_COMM_WORLD's " +
                                                           std::to_string(world_size) + " ranks)");
-    MPI_Group comm_group, world_group;
-    MPI_Comm_group(comm, &comm_group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    std::vector<int> mine(p), in_world(p);
-    for (int r = 0; r < p; ++r) mine[r] = r;
-    MPI_Group_translate_ranks(comm_group, p, mine.data(), world_group, in_world.data());
-    MPI_Group_free(&comm_group);
-    MPI_Group_free(&world_group);
+    const std::vector<int> in_world = translate_all(comm, MPI_COMM_WORLD);
     for (int r = 0; r < p; ++r) (*labels)[r] = world.node_of[in_world[r]];
     *rails = world.rails;
     return LOOM_SUCCESS;

@@ -31,6 +31,14 @@ class Transport {
     virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) = 0;
     // Sets *done; a completed handle is released by the transport.
     virtual Status test(TransportHandle *h, bool *done) = 0;
+    // For transports whose every test is a sweep: test() as test_many() of one.
+    Status test_one_by_sweep(TransportHandle *h, bool *done) {
+        unsigned char d = 0;
+        TransportHandle *one[1] = {h};
+        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d));
+        *done = d != 0;
+        return LOOM_SUCCESS;
+    }
     // Tests n handles at once (done[i] for each). Transports whose every test
     // drives a progress engine (MPI) override it to drive it once per poll.
     virtual Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) {

@@ -36,13 +36,7 @@ class ExternalTransport final : public Transport {
         std::memcpy(h->bytes, &handle, sizeof(handle));
         return LOOM_SUCCESS;
     }
-    Status test(TransportHandle *h, bool *done) override {
-        unsigned char d = 0;
-        TransportHandle *one[1] = {h};
-        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d));
-        *done = d != 0;
-        return LOOM_SUCCESS;
-    }
+    Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
         handles_.resize(n);
         for (size_t i = 0; i < n; ++i) std::memcpy(&handles_[i], hs[i]->bytes, sizeof(void *));

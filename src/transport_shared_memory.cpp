@@ -157,13 +157,7 @@ class SharedMemoryTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
-    Status test(TransportHandle *h, bool *done) override {
-        unsigned char d = 0;
-        TransportHandle *one[1] = {h};
-        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d));
-        *done = d != 0;
-        return LOOM_SUCCESS;
-    }
+    Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
 
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
         const uint64_t before = cells_moved_;
