@@ -34,7 +34,7 @@ enum coll_loom_fallback {
     COLL_LOOM_FALLBACK_OP,              /* user-defined or non-commutative op */
     COLL_LOOM_FALLBACK_TYPE_OP,         /* op not defined for the datatype */
     COLL_LOOM_FALLBACK_MISMATCHED_TYPES,/* send and receive signatures differ */
-    COLL_LOOM_FALLBACK_NOT_READY,       /* private communicator still being created */
+    COLL_LOOM_FALLBACK_NOT_SET_UP,       /* enable could not set Loom up here */
     COLL_LOOM_FALLBACK_LOOM_ERROR,      /* libloom refused the call (see verbose output) */
     COLL_LOOM_NFALLBACKS
 };
@@ -89,8 +89,6 @@ enum coll_loom_state { COLL_LOOM_PENDING, COLL_LOOM_READY, COLL_LOOM_FAILED };
 typedef struct mca_coll_loom_module_t {
     mca_coll_base_module_t super;
     ompi_communicator_t *comm;          /* the user's communicator */
-    ompi_communicator_t *private_comm;  /* Loom's traffic: no tag clashes with libnbc or the user */
-    ompi_request_t *idup_request;       /* creating private_comm, started in enable */
     loom_comm_t loom;
     loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
     int shm_local_ranks;                /* ranks of this node in comm (0: no shared memory) */
@@ -102,9 +100,9 @@ typedef struct mca_coll_loom_module_t {
 } mca_coll_loom_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
 
-/* Shared memory between the ranks of comm on this node: the inbox is created
- * in enable, before the private duplicate starts, so that every peer's inbox
- * exists once the duplicate is complete; attach maps them. */
+/* Shared memory between the ranks of comm on this node: each rank creates
+ * its inbox in enable and attaches it at once; a peer's inbox is mapped when
+ * first sent to, sends waiting until the peer's enable has created it. */
 void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm);
 /* Which node each rank is on: the coll_loom_topology emulation (declared for
  * MPI_COMM_WORLD's ranks) or the hosts' names; no communication. */
@@ -117,9 +115,9 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *com
 
 /* module */
 int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
-/* Creates libloom's communicator once the private duplicate exists;
- * false while it does not (the caller falls back). */
-bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait);
+/* True when enable set Loom up on the module's communicator (on every rank
+ * alike); false only after a local failure, reported when it happened. */
+static inline bool mca_coll_loom_usable(const mca_coll_loom_module_t *m) { return m->state == COLL_LOOM_READY; }
 
 /* Argument checks shared by every form: true when Loom can take the call,
  * else *why says what goes to the module below. */
@@ -161,8 +159,8 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
 void mca_coll_loom_progress_fini(void);
 bool mca_coll_loom_in_progress_callback(void);
 
-/* libloom's communicator over the PML on `private_comm`. */
-int mca_coll_loom_create_loom_comm(ompi_communicator_t *private_comm, loom_comm_t *out);
+/* libloom's communicator over the PML on `comm`, in coll/loom's own tag range. */
+int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out);
 
 /* the slots */
 int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

@@ -40,7 +40,7 @@ static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
     "user-defined op",
     "op not defined for the datatype",
     "send and receive types differ",
-    "private communicator not ready",
+    "Loom not set up on this communicator",
     "libloom refused the call",
 };
 

@@ -1,7 +1,7 @@
 /*
  * coll/loom module: one per communicator. Enable saves the functions of the
- * module below (the fallback) and starts creating the private duplicate;
- * each slot converts MPI arguments to libloom's, or falls back with a
+ * module below (the fallback) and sets Loom up on the communicator; each
+ * slot converts MPI arguments to libloom's, or falls back with a
  * counted reason when libloom cannot do the call.
  */
 #include "coll_loom.h"
@@ -15,8 +15,6 @@
 
 static void module_construct(mca_coll_loom_module_t *m) {
     m->comm = NULL;
-    m->private_comm = NULL;
-    m->idup_request = NULL;
     m->loom = NULL;
     m->shm_inbox = NULL;
     m->shm_local_ranks = 0;
@@ -50,11 +48,6 @@ static void module_destruct(mca_coll_loom_module_t *m) {
     if (m->loom) loom_comm_free(&m->loom);
     if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
     free(m->node_labels);
-    if (m->idup_request) {
-        ompi_request_wait(&m->idup_request, MPI_STATUS_IGNORE);
-        m->idup_request = NULL;
-    }
-    if (m->private_comm) ompi_comm_free(&m->private_comm);
     release_previous(m);
 }
 
@@ -66,6 +59,37 @@ OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_constr
         (m)->previous.slot##_module = (comm)->c_coll->coll_##slot##_module; \
         if ((m)->previous.slot##_module) OBJ_RETAIN((m)->previous.slot##_module); \
     } while (0)
+
+/* Everything Loom needs on this communicator, made without communication
+ * (enable may run inside a progress callback): the node map, this rank's
+ * shared-memory inbox (peers' inboxes are mapped when first sent to), and
+ * the libloom communicator, whose messages travel on `comm` itself with
+ * tags in a range no other component of this Open MPI uses. Every rank
+ * decides alike, so a collective never runs as Loom on some ranks and as
+ * the module below on others. */
+static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) {
+    mca_coll_loom_find_nodes(m, comm);
+    mca_coll_loom_shm_create_inbox(m, comm);
+    if (mca_coll_loom_create_loom_comm(comm, &m->loom) != LOOM_SUCCESS) {
+        fprintf(stderr, "coll/loom: %s\n", loom_last_error());
+        return false;
+    }
+    /* MCA values that differ from the table's defaults go to libloom; a bad
+     * one is reported once and left at its default. */
+    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
+        const char *name, *def;
+        const char *value = mca_coll_loom_component.param_values[i];
+        if (!value || loom_param_info(i, &name, &def, NULL, NULL) != LOOM_SUCCESS || !strcmp(value, def)) continue;
+        if (loom_comm_set_param(m->loom, name, value) != LOOM_SUCCESS && ompi_comm_rank(comm) == 0)
+            fprintf(stderr, "coll/loom: coll_loom_%s: %s; using %s\n", name, loom_last_error(), def);
+    }
+    if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
+    if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");
+    if (m->node_labels && loom_comm_set_nodes(m->loom, m->node_labels, ompi_comm_size(comm), m->rails) != LOOM_SUCCESS)
+        fprintf(stderr, "coll/loom: %s\n", loom_last_error());
+    /* After the parameters: shm_max_bytes is read when attaching. */
+    return mca_coll_loom_shm_attach(m) == LOOM_SUCCESS;
+}
 
 int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
@@ -104,80 +128,8 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     if (!m->previous.reduce_scatter_block_init) m->super.coll_reduce_scatter_block_init = NULL;
     if (!m->previous.allgather_init) m->super.coll_allgather_init = NULL;
     if (!m->previous.alltoall_init) m->super.coll_alltoall_init = NULL;
-    /* A blocking dup here would hang (selection runs inside a progress
-     * callback); start a nonblocking one whose communicator excludes Loom
-     * itself, and finish it at the first collective that finds it done. */
-    if (!m->private_comm && !m->idup_request) {
-        /* The inbox exists before the duplicate starts: a peer that sees the
-         * duplicate complete may map it at once. */
-        mca_coll_loom_find_nodes(m, comm);
-        mca_coll_loom_shm_create_inbox(m, comm);
-        opal_info_t *info = OBJ_NEW(opal_info_t);
-        opal_info_set(info, "ompi_comm_coll_preference", "^loom");
-        int rc = ompi_comm_idup_with_info(comm, info, &m->private_comm, &m->idup_request);
-        OBJ_RELEASE(info);
-        if (OMPI_SUCCESS != rc) {
-            m->state = COLL_LOOM_FAILED;
-            m->private_comm = NULL;
-            m->idup_request = NULL;
-        }
-    }
+    if (m->state == COLL_LOOM_PENDING) m->state = set_up(m, comm) ? COLL_LOOM_READY : COLL_LOOM_FAILED;
     return OMPI_SUCCESS;
-}
-
-bool mca_coll_loom_ready(mca_coll_loom_module_t *m, bool may_wait) {
-    if (m->state == COLL_LOOM_READY) return true;
-    if (m->state == COLL_LOOM_FAILED) return false;
-    /* Nonblocking slots only look: they may run inside a progress callback
-     * (Open MPI creates communicators with iallreduce from one), where a
-     * wait would hang. Blocking slots are never called from there. */
-    if (m->idup_request) {
-        if (!REQUEST_COMPLETE(m->idup_request) && may_wait) ompi_request_wait_completion(m->idup_request);
-        if (!REQUEST_COMPLETE(m->idup_request)) return false;
-        const int status = m->idup_request->req_status.MPI_ERROR;
-        ompi_request_free(&m->idup_request);
-        m->idup_request = NULL;
-        if (status != MPI_SUCCESS) {
-            m->state = COLL_LOOM_FAILED;
-            return false;
-        }
-    }
-    /* Finalize releases leftover communicators in context-id order: if the
-     * duplicate's id is below its parent's, keep it alive for the parent's
-     * module to free (Open MPI's own "extra retain" convention). */
-    if (OMPI_COMM_CID_IS_LOWER(m->private_comm, m->comm)) {
-        OMPI_COMM_SET_EXTRA_RETAIN(m->private_comm);
-        OBJ_RETAIN(m->private_comm);
-    }
-    if (mca_coll_loom_create_loom_comm(m->private_comm, &m->loom) != LOOM_SUCCESS) {
-        if (mca_coll_loom_component.verbose >= 1) fprintf(stderr, "coll/loom: %s\n", loom_last_error());
-        m->state = COLL_LOOM_FAILED;
-        return false;
-    }
-    /* MCA values that differ from the table's defaults go to libloom; a bad
-     * one is reported once and left at its default. */
-    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
-        const char *name, *def;
-        const char *value = mca_coll_loom_component.param_values[i];
-        if (!value || loom_param_info(i, &name, &def, NULL, NULL) != LOOM_SUCCESS || !strcmp(value, def)) continue;
-        if (loom_comm_set_param(m->loom, name, value) != LOOM_SUCCESS && ompi_comm_rank(m->comm) == 0)
-            fprintf(stderr, "coll/loom: coll_loom_%s: %s; using %s\n", name, loom_last_error(), def);
-    }
-    if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
-    if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");
-    /* After the parameters: shm_max_bytes is read when attaching. A rank
-     * that cannot attach must not run Loom while its peers expect it to
-     * read their messages from its inbox; it cannot fall back alone either,
-     * so this is reported loudly (it means /dev/shm vanished under us). */
-    if (m->node_labels &&
-        loom_comm_set_nodes(m->loom, m->node_labels, ompi_comm_size(m->comm), m->rails) != LOOM_SUCCESS)
-        fprintf(stderr, "coll/loom: %s\n", loom_last_error());
-    if (mca_coll_loom_shm_attach(m) != LOOM_SUCCESS) {
-        m->state = COLL_LOOM_FAILED;
-        return false;
-    }
-    m->state = COLL_LOOM_READY;
-    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -289,8 +241,8 @@ int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         /* Open MPI's own communicator code passes sbuf == rbuf: same data,
          * so it is an in-place call. */
         int rc = loom_allreduce(sbuf == rbuf ? MPI_IN_PLACE : sbuf, rbuf, count, type, lop, m->loom);
@@ -308,8 +260,8 @@ int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         const int p = ompi_comm_size(comm);
         int64_t *counts = counts_to_int64(rcounts, p);
         if (counts) {
@@ -331,8 +283,8 @@ int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         int rc = loom_reduce_scatter_block(sbuf, rbuf, rcount, type, lop, m->loom);
         if (loom_done(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, rc,
                       (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
@@ -349,8 +301,8 @@ int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t
                             mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    if (mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
         int rc = loom_allgather(sbuf, rbuf, rcount, type, m->loom);
         if (loom_done(m, COLL_LOOM_ALLGATHER, rc, (size_t)rcount * type_size(type))) return MPI_SUCCESS;
     } else {
@@ -364,8 +316,8 @@ int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    if (mca_coll_loom_ready(m, true) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    if (mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
         int rc = loom_alltoall(sbuf, rbuf, rcount, type, m->loom);
         if (loom_done(m, COLL_LOOM_ALLTOALL, rc, (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
             return MPI_SUCCESS;
@@ -385,8 +337,8 @@ int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct omp
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type, lop,
                                                         false, request),
@@ -399,8 +351,8 @@ int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcoun
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
                           mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts,
                                                                   type, lop, false, request),
@@ -414,8 +366,8 @@ int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, NULL,
                                                         type, lop, false, request),
@@ -428,8 +380,8 @@ int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_
                              ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),
@@ -442,8 +394,8 @@ int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t
                             ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
                 mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
                                                         LOOM_SUM, false, request),

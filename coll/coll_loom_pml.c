@@ -1,18 +1,28 @@
 /*
  * libloom's transport inside Open MPI: sends and receives posted straight to
- * the PML on the private communicator (no MPI-layer checks, no tool
+ * the PML on the user's communicator in coll/loom's own tag range (no MPI-layer checks, no tool
  * interposition), completion polled on the requests, and Open MPI's
  * progress engine driven once per poll unless we are inside its callback.
  */
 #include "coll_loom.h"
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
 
+/* Loom's messages travel on the user's communicator with negative tags
+ * from the range coll/base reserves for hcoll, which Debian's Open MPI does
+ * not ship: user receives never match negative tags (MPI_ANY_TAG
+ * included), libnbc and tuned use tags above this range. */
+#define LOOM_TAG_FIRST MCA_COLL_BASE_TAG_HCOLL_BASE
+#define LOOM_TAG_COUNT ((uint32_t)(MCA_COLL_BASE_TAG_HCOLL_BASE - MCA_COLL_BASE_TAG_HCOLL_END))
+
+static int pml_tag(uint32_t tag) { return LOOM_TAG_FIRST - (int)tag; }
+
 static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
     ompi_request_t *req = NULL;
-    int rc = MCA_PML_CALL(isend(buf, bytes, &ompi_mpi_byte.dt, peer, (int)tag, MCA_PML_BASE_SEND_STANDARD,
+    int rc = MCA_PML_CALL(isend(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), MCA_PML_BASE_SEND_STANDARD,
                                 (ompi_communicator_t *)context, &req));
     *handle = req;
     return rc;
@@ -20,7 +30,7 @@ static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uin
 
 static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
     ompi_request_t *req = NULL;
-    int rc = MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, (int)tag, (ompi_communicator_t *)context, &req));
+    int rc = MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), (ompi_communicator_t *)context, &req));
     *handle = req;
     return rc;
 }
@@ -56,12 +66,12 @@ static int pml_test_many(void *context, void *const *handles, size_t n, unsigned
     return 0;
 }
 
-int mca_coll_loom_create_loom_comm(ompi_communicator_t *private_comm, loom_comm_t *out) {
+int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) {
     loom_transport_t t;
-    t.context = private_comm;
-    t.rank = ompi_comm_rank(private_comm);
-    t.size = ompi_comm_size(private_comm);
-    t.max_tag = (uint32_t)mca_pml.pml_max_tag;
+    t.context = comm;
+    t.rank = ompi_comm_rank(comm);
+    t.size = ompi_comm_size(comm);
+    t.max_tag = LOOM_TAG_COUNT - 1;
     t.isend = pml_isend;
     t.irecv = pml_irecv;
     t.test_many = pml_test_many;

@@ -224,8 +224,8 @@ int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type,
                                                              lop, true, request),
@@ -240,8 +240,8 @@ int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *r
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
                           mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts, type,
                                                                   lop, true, request),
@@ -256,8 +256,8 @@ int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rc
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
     loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount,
                                                              NULL, type, lop, true, request),
@@ -270,8 +270,8 @@ int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datat
                                  struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) &&
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) &&
               mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
@@ -285,8 +285,8 @@ int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_READY;
-    bool loom_takes_it = mca_coll_loom_ready(m, false) &&
+    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
+    bool loom_takes_it = mca_coll_loom_usable(m) &&
               mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
     COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
                      mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,

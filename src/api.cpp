@@ -228,7 +228,7 @@ int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox) {
                                                    std::to_string(owned->rank) + ", the communicator's rank is " +
                                                    std::to_string(comm->impl->rank()));
     if (comm->impl->config().integer(kParamSharedMemory) == 0) return LOOM_SUCCESS;
-    LOOM_RETURN_IF_ERROR(shm_open_peers(owned->key, owned->rank, &owned->node));
+    owned->node.key = owned->key;  // peers are mapped when first sent to
     return comm->impl->attach_shared_memory(std::move(owned->node));
 }
 

@@ -111,15 +111,16 @@ int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm
 
 /* Intra-node shared memory for a communicator over a caller's transport (how
  * coll/loom gets it; loom_comm_create does all of this itself). Each rank of
- * a node creates its inbox, named from `key` and `rank`, before any peer may
- * look for it; `local_ranks` (ascending, `rank` included) are the ranks of the
- * communicator on this node, `identity` a value every one of them passes
- * alike. Once every rank of the node has created its inbox, each attaches:
- * it maps the peers' inboxes and from then on sends messages of at most
- * shm_max_bytes to them through shared memory. Attaching consumes the inbox
- * and must precede the communicator's first collective; with the
- * shared_memory parameter 0 it only frees the inbox. An inbox's name is
- * removed once every peer has mapped it, or when it is freed. */
+ * a node creates its inbox, named from `key` and `rank`; `local_ranks`
+ * (ascending, `rank` included) are the ranks of the communicator on this
+ * node, `identity` a value every one of them passes alike. Then it attaches
+ * the inbox to the communicator: messages of at most shm_max_bytes to those
+ * ranks go through shared memory from then on, each peer's inbox mapped when
+ * first sent to (a send waits while the peer's inbox does not exist yet, so
+ * every rank of the node must create and attach its inbox). Attaching
+ * consumes the inbox and must precede the communicator's first collective;
+ * with the shared_memory parameter 0 it only frees the inbox. An inbox's
+ * name is removed once every peer has mapped it, or when it is freed. */
 typedef struct loom_shm_inbox *loom_shm_inbox_t;
 int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const int *local_ranks, int nlocal,
                           loom_shm_inbox_t *out);

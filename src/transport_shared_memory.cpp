@@ -170,6 +170,7 @@ class SharedMemoryTransport final : public Transport {
             base_slots_.push_back(i);
             done[i] = 0;
         }
+        if (!map_error_.empty()) return fail(LOOM_ERR_TRANSPORT, map_error_);
         size_t finished = 0;
         LOOM_RETURN_IF_ERROR(collect(hs, n, done, &finished));
         // The base transport also drives the progress engine below us, which
@@ -255,11 +256,21 @@ class SharedMemoryTransport final : public Transport {
         }
     }
 
-    // Writes queued sends to the peer's ring while it has free cells.
+    // Writes queued sends to the peer's ring while it has free cells. A
+    // peer whose inbox is not mapped yet is looked up first; until it
+    // exists the sends wait.
     void push_sends(PeerState &ps) {
         const size_t payload = node_.geometry.cell_payload;
         while (!ps.sends.empty()) {
             ShmOp *op = ps.sends.front();
+            if (!node_.peers[op->peer]) {
+                bool mapped = false;
+                if (shm_open_peer(node_.key, op->peer, &node_, &mapped) != LOOM_SUCCESS) {
+                    map_error_ = last_error_message();
+                    return;
+                }
+                if (!mapped) return;
+            }
             unsigned char *inbox = node_.peers[op->peer]->data();
             unsigned char *c = cell(inbox, my_index_, ps.send_next);
             auto *ch = reinterpret_cast<CellHeader *>(c);
@@ -390,6 +401,7 @@ class SharedMemoryTransport final : public Transport {
     std::vector<unsigned char> base_done_;
     uint64_t cells_moved_ = 0;
     uint64_t shm_sends_ = 0, base_sends_ = 0;
+    std::string map_error_;  // a peer's inbox that belongs to someone else
     bool unlinked_ = false;
 };
 
@@ -464,21 +476,35 @@ Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node
     return LOOM_SUCCESS;
 }
 
+Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, bool *mapped) {
+    *mapped = false;
+    const int peer = node->local_ranks[i];
+    const std::string name = shm_inbox_name(key, peer);
+    std::unique_ptr<SharedSegment> seg;
+    if (SharedSegment::open(name, &seg) != LOOM_SUCCESS) return LOOM_SUCCESS;  // not created yet
+    const InboxHeader *h = header_of(seg->data());
+    // Sized, but the magic (written last) not there yet: still being made.
+    if (seg->size() < kHeaderBytes || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kInboxMagic) return LOOM_SUCCESS;
+    if (seg->size() != shm_inbox_bytes(node->local_ranks.size(), node->geometry) || h->identity != node->identity ||
+        h->nlocal != node->local_ranks.size())
+        return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +
+                                            " belongs to another communicator or Loom version");
+    header_of(seg->data())->attached.fetch_add(1, std::memory_order_acq_rel);
+    node->peers[i] = std::move(seg);
+    *mapped = true;
+    return LOOM_SUCCESS;
+}
+
 Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node) {
     node->peers.clear();
     node->peers.resize(node->local_ranks.size());
     for (size_t i = 0; i < node->local_ranks.size(); ++i) {
-        const int peer = node->local_ranks[i];
-        if (peer == rank) continue;
-        const std::string name = shm_inbox_name(key, peer);
-        LOOM_RETURN_IF_ERROR(SharedSegment::open(name, &node->peers[i]));
-        SharedSegment &seg = *node->peers[i];
-        const InboxHeader *h = header_of(seg.data());
-        if (seg.size() != shm_inbox_bytes(node->local_ranks.size(), node->geometry) || h->magic != kInboxMagic ||
-            h->identity != node->identity || h->nlocal != node->local_ranks.size())
-            return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +
-                                                " belongs to another communicator or Loom version");
-        header_of(seg.data())->attached.fetch_add(1, std::memory_order_acq_rel);
+        if (node->local_ranks[i] == rank) continue;
+        bool mapped = false;
+        LOOM_RETURN_IF_ERROR(shm_open_peer(key, i, node, &mapped));
+        if (!mapped)
+            return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + shm_inbox_name(key, node->local_ranks[i]) +
+                                                " of rank " + std::to_string(node->local_ranks[i]) + " is missing");
     }
     return LOOM_SUCCESS;
 }
@@ -488,13 +514,14 @@ Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, Shared
     const Transport *base = base_ptr->get();
     const auto &lr = node.local_ranks;
     const auto me = std::find(lr.begin(), lr.end(), base->rank());
+    if (node.peers.empty()) node.peers.resize(lr.size());
     if (me == lr.end() || !node.own || node.peers.size() != lr.size())
         return fail(LOOM_ERR_INTERNAL, "shared-memory transport: this rank's node group or inboxes are missing");
     for (size_t i = 0; i < lr.size(); ++i) {
         if (lr[i] < 0 || lr[i] >= base->size() || (i > 0 && lr[i] <= lr[i - 1]))
             return fail(LOOM_ERR_INVALID_ARGUMENT, "shared-memory node group must list distinct communicator ranks "
                                                    "in ascending order");
-        if (lr[i] != base->rank() && !node.peers[i])
+        if (lr[i] != base->rank() && !node.peers[i] && node.key.empty())
             return fail(LOOM_ERR_INTERNAL, "shared-memory inbox of rank " + std::to_string(lr[i]) + " is not mapped");
     }
     *out = std::make_unique<SharedMemoryTransport>(std::move(*base_ptr), std::move(node), max_bytes);

@@ -29,7 +29,11 @@ struct SharedMemoryNode {
     ShmGeometry geometry;
     uint64_t identity = 0;  // written in every inbox; a peer checks it before use
     std::unique_ptr<SharedSegment> own;
-    std::vector<std::unique_ptr<SharedSegment>> peers;  // by local index; null for itself
+    // By local index; null for itself. A null peer with a non-empty `key` is
+    // mapped when this rank first sends to it (its inbox may not exist yet:
+    // sends to it wait until it does).
+    std::vector<std::unique_ptr<SharedSegment>> peers;
+    std::string key;
 };
 
 size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g);
@@ -45,9 +49,13 @@ size_t shm_remove_stale_inboxes();
 Status shm_create_inbox(const std::string &key, int rank, SharedMemoryNode *node);
 // Maps the peers' inboxes by name, checks their headers and counts itself attached.
 Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node);
+// Maps one peer's inbox (local index i) if it exists: LOOM_SUCCESS and
+// *mapped, or *mapped false when it does not exist yet; an error when it
+// belongs to another communicator.
+Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, bool *mapped);
 
 // Wraps *base (taking it only on success); `node.local_ranks` must contain
-// its rank and every inbox must be mapped (peers[i] non-null except its own).
+// its rank, and every peer's inbox must be mapped or `node.key` name them.
 Status make_shared_memory_transport(std::unique_ptr<Transport> *base, SharedMemoryNode node, size_t max_bytes,
                                     std::unique_ptr<Transport> *out);
 

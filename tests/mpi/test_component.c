@@ -248,6 +248,31 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
     for (int i = 0; i < *len; ++i) ((int *)inout)[i] += ((int *)in)[i];
 }
 
+/* Nonblocking collectives as the very first calls on a communicator (before
+ * any blocking one): every rank must take the same path for them. */
+static void nonblocking_first(MPI_Comm comm) {
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    enum { B = 16 };
+    int *send = malloc(sizeof(int) * B * p), *recv = malloc(sizeof(int) * B * p), sum[B];
+    for (int i = 0; i < B * p; ++i) send[i] = me * 1000 + i;
+    for (int i = 0; i < B; ++i) sum[i] = me + i;
+    MPI_Request reqs[2];
+    MPI_Ialltoall(send, B, MPI_INT, recv, B, MPI_INT, comm, &reqs[0]);
+    MPI_Iallreduce(MPI_IN_PLACE, sum, B, MPI_INT, MPI_SUM, comm, &reqs[1]);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    for (int r = 0; r < p; ++r)
+        for (int i = 0; i < B; ++i)
+            if (recv[r * B + i] != r * 1000 + me * B + i && failures++ < 10)
+                fprintf(stderr, "rank %d: nonblocking-first ialltoall block %d element %d wrong\n", world_rank, r, i);
+    for (int i = 0; i < B; ++i)
+        if (sum[i] != p * (p - 1) / 2 + p * i && failures++ < 10)
+            fprintf(stderr, "rank %d: nonblocking-first iallreduce element %d wrong\n", world_rank, i);
+    free(send);
+    free(recv);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -261,6 +286,12 @@ int main(int argc, char **argv) {
         sleep(60);
         return 1;
     }
+
+    nonblocking_first(MPI_COMM_WORLD);
+    MPI_Comm fresh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+    nonblocking_first(fresh);
+    MPI_Comm_free(&fresh);
 
     all_cases(MPI_COMM_WORLD);
     MPI_Comm dup, parity, self_sized;

@@ -1,0 +1,482 @@
+/*
+ * loom-bench: OSU-style latency benchmark for Allreduce, Reduce_scatter,
+ * Reduce_scatter_block, Allgather, Alltoall and their nonblocking forms.
+ * It calls plain MPI functions (measuring whichever coll component Open MPI
+ * selected, coll/loom included) or, with --api loom, libloom directly.
+ * Flags, headers, columns and the overlap formula follow the OSU
+ * micro-benchmarks 7.x, so the numbers can sit beside OSU's; extra columns
+ * on request (algbw/busbw as nccl-tests computes them, % of a bandwidth
+ * bound), and machine-readable CSV or JSON alongside. See loom-bench(1).
+ */
+#include <loom.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum coll { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, NCOLL };
+static const char *coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+static const char *coll_titles[] = {"Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Allgather",
+                                    "All-to-All Personalized Exchange"};
+
+struct type_case {
+    const char *flag, *mpi_name;
+    MPI_Datatype mpi;
+    loom_datatype_t loom;
+    int size;
+};
+
+struct options {
+    enum coll coll;
+    int nonblocking, full, validate, loom_api, bw;
+    long min_bytes, max_bytes;
+    int iters, iters_large, warmup, warmup_large, test_calls;
+    double link_gbit;  /* per-node network bandwidth for the % of bound column; 0: none */
+    int nodes;         /* for the bound: nodes the ranks are spread over */
+    const char *csv, *json, *types;
+};
+
+static int rank, size;
+static loom_comm_t lc;
+static FILE *csv, *json;
+static int json_first = 1;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: loom-bench COLLECTIVE [options]\n"
+            "  COLLECTIVE  allreduce reduce_scatter reduce_scatter_block allgather alltoall,\n"
+            "              or the nonblocking form with an i in front (iallreduce ...)\n"
+            "  -m [MIN:]MAX  message sizes in bytes (default 1:1048576; per rank, per block for alltoall)\n"
+            "  -i ITERS      timed iterations (default 1000; 100 above 8 KiB)\n"
+            "  -x WARMUP     warm-up iterations (default 200; 10 above 8 KiB)\n"
+            "  -f            full output: min, max latency and iterations\n"
+            "  -c            validate results (adds a Validation column; exits 1 on a wrong result)\n"
+            "  -T TYPE       mpi_char (default), mpi_int, mpi_float or all\n"
+            "  -t CALLS      MPI_Test calls during compute (nonblocking forms; default 0)\n"
+            "  --api mpi|loom   plain MPI calls (default) or libloom's C API\n"
+            "  --bw          algbw and busbw columns (GB/s, nccl-tests factors)\n"
+            "  --link-bw GBIT  per-node network bandwidth in Gbit/s: adds the %% of the bandwidth bound\n"
+            "  --nodes N     nodes the ranks span, for the bound (default 1: the bound uses the whole size)\n"
+            "  --csv FILE / --json FILE   machine-readable results alongside\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o) {
+    memset(o, 0, sizeof *o);
+    o->min_bytes = 1;
+    o->max_bytes = 1 << 20;
+    o->iters = 1000;
+    o->iters_large = 100;
+    o->warmup = 200;
+    o->warmup_large = 10;
+    o->nodes = 1;
+    o->types = "mpi_char";
+    if (argc < 2) return 0;
+    const char *c = argv[1];
+    if (c[0] == 'i') {
+        o->nonblocking = 1;
+        ++c;
+    }
+    int found = 0;
+    for (int k = 0; k < NCOLL; ++k)
+        if (!strcmp(c, coll_names[k])) {
+            o->coll = (enum coll)k;
+            found = 1;
+        }
+    if (!found) return 0;
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-m") && v) {
+            char *colon = strchr(v, ':');
+            if (colon) {
+                o->min_bytes = atol(v);
+                o->max_bytes = atol(colon + 1);
+            } else {
+                o->max_bytes = atol(v);
+            }
+            ++i;
+        } else if (!strcmp(a, "-i") && v) {
+            o->iters = o->iters_large = atoi(v);
+            ++i;
+        } else if (!strcmp(a, "-x") && v) {
+            o->warmup = o->warmup_large = atoi(v);
+            ++i;
+        } else if (!strcmp(a, "-f")) {
+            o->full = 1;
+        } else if (!strcmp(a, "-c")) {
+            o->validate = 1;
+        } else if (!strcmp(a, "-T") && v) {
+            o->types = v;
+            ++i;
+        } else if (!strcmp(a, "-t") && v) {
+            o->test_calls = atoi(v);
+            ++i;
+        } else if (!strcmp(a, "--api") && v) {
+            if (strcmp(v, "mpi") && strcmp(v, "loom")) return 0;
+            o->loom_api = !strcmp(v, "loom");
+            ++i;
+        } else if (!strcmp(a, "--bw")) {
+            o->bw = 1;
+        } else if (!strcmp(a, "--link-bw") && v) {
+            o->link_gbit = atof(v);
+            ++i;
+        } else if (!strcmp(a, "--nodes") && v) {
+            o->nodes = atoi(v);
+            ++i;
+        } else if (!strcmp(a, "--csv") && v) {
+            o->csv = v;
+            ++i;
+        } else if (!strcmp(a, "--json") && v) {
+            o->json = v;
+            ++i;
+        } else {
+            return 0;
+        }
+    }
+    if (o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->iters < 1 || o->warmup < 0 || o->nodes < 1 ||
+        o->test_calls < 0)
+        return 0;
+    return 1;
+}
+
+/* Elements per call for a message of `bytes` (OSU's meaning of size). */
+static int count_for(const struct options *o, long bytes, int type_size) {
+    long n = bytes / type_size;
+    if (o->coll == REDUCE_SCATTER || o->coll == REDUCE_SCATTER_BLOCK) n /= size; /* size is the whole input */
+    return (int)(n > 0 ? n : 0);
+}
+
+static size_t send_elems(const struct options *o, int count) {
+    switch (o->coll) {
+        case REDUCE_SCATTER:
+        case REDUCE_SCATTER_BLOCK:
+        case ALLTOALL: return (size_t)count * size;
+        default: return (size_t)count;
+    }
+}
+
+static size_t recv_elems(const struct options *o, int count) {
+    switch (o->coll) {
+        case ALLGATHER:
+        case ALLTOALL: return (size_t)count * size;
+        default: return (size_t)count;
+    }
+}
+
+/* Starts (nonblocking) or runs one call. */
+static int start(const struct options *o, const struct type_case *t, void *sb, void *rb, int count, int *counts,
+                 MPI_Request *req, loom_request_t *lreq) {
+    if (o->loom_api) {
+        int64_t c64 = count;
+        int64_t *counts64 = NULL;
+        if (o->coll == REDUCE_SCATTER) {
+            counts64 = malloc(sizeof(int64_t) * size);
+            for (int r = 0; r < size; ++r) counts64[r] = counts[r];
+        }
+        int rc = 0;
+        if (o->nonblocking) {
+            switch (o->coll) {
+                case ALLREDUCE: rc = loom_iallreduce(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq); break;
+                case REDUCE_SCATTER: rc = loom_ireduce_scatter(sb, rb, counts64, t->loom, LOOM_SUM, lc, lreq); break;
+                case REDUCE_SCATTER_BLOCK: rc = loom_ireduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq); break;
+                case ALLGATHER: rc = loom_iallgather(sb, rb, c64, t->loom, lc, lreq); break;
+                default: rc = loom_ialltoall(sb, rb, c64, t->loom, lc, lreq); break;
+            }
+        } else {
+            switch (o->coll) {
+                case ALLREDUCE: rc = loom_allreduce(sb, rb, c64, t->loom, LOOM_SUM, lc); break;
+                case REDUCE_SCATTER: rc = loom_reduce_scatter(sb, rb, counts64, t->loom, LOOM_SUM, lc); break;
+                case REDUCE_SCATTER_BLOCK: rc = loom_reduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc); break;
+                case ALLGATHER: rc = loom_allgather(sb, rb, c64, t->loom, lc); break;
+                default: rc = loom_alltoall(sb, rb, c64, t->loom, lc); break;
+            }
+        }
+        free(counts64);
+        if (rc != LOOM_SUCCESS) {
+            fprintf(stderr, "loom-bench: rank %d: %s: %s\n", rank, loom_strerror(rc), loom_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        return 0;
+    }
+    MPI_Comm w = MPI_COMM_WORLD;
+    if (o->nonblocking) {
+        switch (o->coll) {
+            case ALLREDUCE: return MPI_Iallreduce(sb, rb, count, t->mpi, MPI_SUM, w, req);
+            case REDUCE_SCATTER: return MPI_Ireduce_scatter(sb, rb, counts, t->mpi, MPI_SUM, w, req);
+            case REDUCE_SCATTER_BLOCK: return MPI_Ireduce_scatter_block(sb, rb, count, t->mpi, MPI_SUM, w, req);
+            case ALLGATHER: return MPI_Iallgather(sb, count, t->mpi, rb, count, t->mpi, w, req);
+            default: return MPI_Ialltoall(sb, count, t->mpi, rb, count, t->mpi, w, req);
+        }
+    }
+    switch (o->coll) {
+        case ALLREDUCE: return MPI_Allreduce(sb, rb, count, t->mpi, MPI_SUM, w);
+        case REDUCE_SCATTER: return MPI_Reduce_scatter(sb, rb, counts, t->mpi, MPI_SUM, w);
+        case REDUCE_SCATTER_BLOCK: return MPI_Reduce_scatter_block(sb, rb, count, t->mpi, MPI_SUM, w);
+        case ALLGATHER: return MPI_Allgather(sb, count, t->mpi, rb, count, t->mpi, w);
+        default: return MPI_Alltoall(sb, count, t->mpi, rb, count, t->mpi, w);
+    }
+}
+
+static void test_once(const struct options *o, MPI_Request *req, loom_request_t *lreq) {
+    int done = 0;
+    if (o->loom_api) {
+        if (*lreq) loom_test(lreq, &done);
+        if (done) *lreq = NULL;
+    } else {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+static void wait_done(const struct options *o, MPI_Request *req, loom_request_t *lreq) {
+    if (o->loom_api) {
+        if (*lreq) loom_wait(lreq);
+        *lreq = NULL;
+    } else {
+        MPI_Wait(req, MPI_STATUS_IGNORE);
+    }
+}
+
+/* One call, blocking or started and waited for. */
+static void one_call(const struct options *o, const struct type_case *t, void *sb, void *rb, int count, int *counts) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    loom_request_t lreq = NULL;
+    start(o, t, sb, rb, count, counts, &req, &lreq);
+    if (o->nonblocking) wait_done(o, &req, &lreq);
+}
+
+/* Busy compute of about `us` microseconds with `calls` tests spread over it (OSU's dummy_compute). */
+static double compute(const struct options *o, double us, MPI_Request *req, loom_request_t *lreq) {
+    const double t0 = MPI_Wtime();
+    const int slices = o->test_calls > 0 ? o->test_calls : 1;
+    for (int s = 0; s < slices; ++s) {
+        const double until = t0 + us * 1e-6 * (s + 1) / slices;
+        volatile double x = 0;
+        while (MPI_Wtime() < until) x += 1.0;
+        if (o->test_calls > 0) test_once(o, req, lreq);
+    }
+    return (MPI_Wtime() - t0) * 1e6;
+}
+
+/* Element i of rank r's input for iteration-independent validation: small
+ * values so sums over any size stay exact in every type. */
+static int pattern(int r, size_t i) { return (int)((r + 3 * (i % 7)) % 5); }
+
+static void fill(const struct type_case *t, void *buf, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const int v = pattern(rank, i);
+        if (t->mpi == MPI_CHAR) ((char *)buf)[i] = (char)v;
+        else if (t->mpi == MPI_INT) ((int *)buf)[i] = v;
+        else ((float *)buf)[i] = (float)v;
+    }
+}
+
+static double value_at(const struct type_case *t, const void *buf, size_t i) {
+    if (t->mpi == MPI_CHAR) return ((const char *)buf)[i];
+    if (t->mpi == MPI_INT) return ((const int *)buf)[i];
+    return ((const float *)buf)[i];
+}
+
+/* Expected element i of this rank's output. */
+static double expected(const struct options *o, int count, size_t i) {
+    double sum = 0;
+    switch (o->coll) {
+        case ALLREDUCE:
+            for (int r = 0; r < size; ++r) sum += pattern(r, i);
+            return sum;
+        case REDUCE_SCATTER:
+        case REDUCE_SCATTER_BLOCK:
+            for (int r = 0; r < size; ++r) sum += pattern(r, (size_t)rank * count + i);
+            return sum;
+        case ALLGATHER: return pattern((int)(i / (size_t)count), i % (size_t)count);
+        default: return pattern((int)(i / (size_t)count), (size_t)rank * count + i % (size_t)count);
+    }
+}
+
+static int check(const struct options *o, const struct type_case *t, void *sb, void *rb, int count, int *counts) {
+    fill(t, sb, send_elems(o, count));
+    memset(rb, 0, recv_elems(o, count) * t->size);
+    one_call(o, t, sb, rb, count, counts);
+    int bad = 0;
+    for (size_t i = 0; i < recv_elems(o, count) && !bad; ++i) bad = value_at(t, rb, i) != expected(o, count, i);
+    int any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return !any;
+}
+
+/* nccl-tests' bus bandwidth factor for the collective. */
+static double bus_factor(const struct options *o) {
+    return o->coll == ALLREDUCE ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
+}
+
+/* The least time the bytes need on a network of link_gbit per node: with
+ * N nodes each node must send (N-1)/N of the data (twice for allreduce). */
+static double bound_us(const struct options *o, double total_bytes) {
+    if (o->link_gbit <= 0 || o->nodes < 2) return 0;
+    const double factor = (o->coll == ALLREDUCE ? 2.0 : 1.0) * (o->nodes - 1) / o->nodes;
+    /* Per node: its share of the total. */
+    return factor * (total_bytes / o->nodes) * 8 / (o->link_gbit * 1e3);
+}
+
+static void run_type(const struct options *o, const struct type_case *t) {
+    const size_t cap_elems = (size_t)(o->max_bytes / t->size + 1) * size + 16;
+    void *sb = malloc(cap_elems * t->size), *rb = malloc(cap_elems * t->size);
+    int *counts = malloc(sizeof(int) * size);
+    if (!sb || !rb || !counts) {
+        fprintf(stderr, "loom-bench: out of memory for %ld-byte messages\n", o->max_bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    fill(t, sb, cap_elems);
+    if (rank == 0) {
+        printf("# Loom loom-bench %s%s Latency Test (OSU 7.2 format, %s)\n", o->nonblocking ? "Non-blocking " : "",
+               coll_titles[o->coll], o->loom_api ? "libloom API" : "MPI calls");
+        printf("# Datatype: %s.\n", t->mpi_name);
+        if (o->nonblocking) {
+            printf("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
+            printf("# %-10s %17s %17s %17s %17s", "Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
+        } else {
+            printf("# %-10s %17s", "Size", "Avg Latency(us)");
+        }
+        if (o->full) printf(" %17s %17s %12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+        if (o->validate) printf(" %12s", "Validation");
+        if (o->bw) printf(" %14s %14s", "algbw(GB/s)", "busbw(GB/s)");
+        if (o->link_gbit > 0) printf(" %10s", "%bound");
+        printf("\n");
+        fflush(stdout);
+    }
+    int failed = 0;
+    for (long bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
+        const int count = count_for(o, bytes, t->size);
+        if (count == 0) continue;
+        for (int r = 0; r < size; ++r) counts[r] = count;
+        const int large = bytes > 8192;
+        const int iters = large ? o->iters_large : o->iters, warmup = large ? o->warmup_large : o->warmup;
+        for (int w = 0; w < warmup; ++w) one_call(o, t, sb, rb, count, counts);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int k = 0; k < iters; ++k) one_call(o, t, sb, rb, count, counts);
+        double pure = (MPI_Wtime() - t0) / iters * 1e6;
+        double overall = pure, computed = 0;
+        if (o->nonblocking) {
+            /* OSU: compute as long as the pure communication took, testing
+             * -t times, then wait; overall includes everything. */
+            double pure_avg = 0;
+            MPI_Allreduce(&pure, &pure_avg, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double ov = 0, cp = 0;
+            for (int k = 0; k < iters; ++k) {
+                MPI_Request req = MPI_REQUEST_NULL;
+                loom_request_t lreq = NULL;
+                const double s = MPI_Wtime();
+                start(o, t, sb, rb, count, counts, &req, &lreq);
+                cp += compute(o, pure_avg, &req, &lreq);
+                wait_done(o, &req, &lreq);
+                ov += (MPI_Wtime() - s) * 1e6;
+            }
+            overall = ov / iters;
+            computed = cp / iters;
+        }
+        double sum = 0, mn = 0, mx = 0, sum_pure = 0, sum_comp = 0;
+        MPI_Reduce(&overall, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&overall, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&overall, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&pure, &sum_pure, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&computed, &sum_comp, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        const int valid = o->validate ? check(o, t, sb, rb, count, counts) : 1;
+        if (o->validate) fill(t, sb, cap_elems);
+        failed |= !valid;
+        if (rank != 0) continue;
+        const double avg = sum / size, avg_pure = sum_pure / size, avg_comp = sum_comp / size;
+        /* S as nccl-tests counts it: the whole vector (allreduce), the whole
+         * input (reduce-scatter) or the whole output (allgather, alltoall). */
+        const double total = (double)bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
+        const double algbw = total / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
+        const double bound = bound_us(o, total);
+        const double overlap = o->nonblocking && avg_pure > 0
+                                   ? (100 - 100 * (avg - avg_comp) / avg_pure < 0 ? 0 : 100 - 100 * (avg - avg_comp) / avg_pure)
+                                   : 0;
+        if (o->nonblocking)
+            printf("%-12ld %17.2f %17.2f %17.2f %17.2f", bytes, avg, avg_comp, avg_pure, overlap);
+        else
+            printf("%-12ld %17.2f", bytes, avg);
+        if (o->full) printf(" %17.2f %17.2f %12d", mn, mx, iters);
+        if (o->validate) printf(" %12s", valid ? "Pass" : "Fail");
+        if (o->bw) printf(" %14.3f %14.3f", algbw, busbw);
+        if (o->link_gbit > 0) printf(" %10.1f", bound > 0 ? 100 * bound / avg : 0);
+        printf("\n");
+        fflush(stdout);
+        if (csv)
+            fprintf(csv, "%s%s,%s,%s,%d,%ld,%.3f,%.3f,%.3f,%d,%.4f,%.4f,%.1f,%.2f,%.2f,%.2f,%s\n",
+                    o->nonblocking ? "i" : "", coll_names[o->coll], o->loom_api ? "loom" : "mpi", t->mpi_name, size,
+                    bytes, avg, mn, mx, iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0, avg_comp, avg_pure,
+                    overlap, o->validate ? (valid ? "pass" : "fail") : "");
+        if (json) {
+            fprintf(json,
+                    "%s\n  {\"collective\": \"%s%s\", \"api\": \"%s\", \"datatype\": \"%s\", \"ranks\": %d, \"size\": %ld, "
+                    "\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"iterations\": %d, \"algbw_gbs\": %.4f, "
+                    "\"busbw_gbs\": %.4f, \"bound_pct\": %.1f, \"compute_us\": %.2f, \"pure_comm_us\": %.2f, "
+                    "\"overlap_pct\": %.2f, \"validation\": \"%s\"}",
+                    json_first ? "" : ",", o->nonblocking ? "i" : "", coll_names[o->coll], o->loom_api ? "loom" : "mpi",
+                    t->mpi_name, size, bytes, avg, mn, mx, iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0,
+                    avg_comp, avg_pure, overlap, o->validate ? (valid ? "pass" : "fail") : "");
+            json_first = 0;
+        }
+    }
+    if (rank == 0) printf("\n");
+    free(sb);
+    free(rb);
+    free(counts);
+    if (failed) {
+        if (rank == 0) printf("DATA VALIDATION ERROR: %s %s\n", coll_names[o->coll], t->mpi_name);
+        MPI_Finalize();
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    struct options o;
+    if (!parse_args(argc, argv, &o)) {
+        if (rank == 0) usage(stderr);
+        MPI_Finalize();
+        return 2;
+    }
+    const struct type_case types[] = {
+        {"mpi_char", "MPI_CHAR", MPI_CHAR, LOOM_CHAR, 1},
+        {"mpi_int", "MPI_INT", MPI_INT, LOOM_INT, (int)sizeof(int)},
+        {"mpi_float", "MPI_FLOAT", MPI_FLOAT, LOOM_FLOAT, (int)sizeof(float)},
+    };
+    int any = 0;
+    for (int k = 0; k < 3; ++k) any |= !strcmp(o.types, "all") || !strcmp(o.types, types[k].flag);
+    if (!any) {
+        if (rank == 0) fprintf(stderr, "loom-bench: unknown datatype '%s' (mpi_char, mpi_int, mpi_float, all)\n", o.types);
+        MPI_Finalize();
+        return 2;
+    }
+    if (o.loom_api && loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
+        fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (rank == 0 && o.csv) {
+        csv = fopen(o.csv, "w");
+        if (csv)
+            fprintf(csv, "collective,api,datatype,ranks,size,avg_us,min_us,max_us,iterations,algbw_gbs,busbw_gbs,"
+                         "bound_pct,compute_us,pure_comm_us,overlap_pct,validation\n");
+    }
+    if (rank == 0 && o.json) {
+        json = fopen(o.json, "w");
+        if (json) fprintf(json, "[");
+    }
+    for (int k = 0; k < 3; ++k)
+        if (!strcmp(o.types, "all") || !strcmp(o.types, types[k].flag)) run_type(&o, &types[k]);
+    if (csv) fclose(csv);
+    if (json) {
+        fprintf(json, "\n]\n");
+        fclose(json);
+    }
+    if (lc) loom_comm_free(&lc);
+    MPI_Finalize();
+    return 0;
+}
