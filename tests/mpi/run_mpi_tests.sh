@@ -51,6 +51,27 @@ else
     echo "$out"
     status=1
 fi
+# loom-bench: every collective, blocking and nonblocking, through MPI and
+# through libloom's API, validated (-c exits 1 on a wrong result); the CSV
+# and JSON files must hold a row per size.
+bench="${top_builddir:-.}/perf/loom-bench"
+tmp=$(mktemp -d)
+for api in mpi loom; do
+    for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall \
+        iallreduce ireduce_scatter ireduce_scatter_block iallgather ialltoall; do
+        if ! timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$bench" "$coll" --api "$api" -m 4:4096 -i 20 -x 2 -c -f \
+            -T all -t 3 --bw --csv "$tmp/out.csv" --json "$tmp/out.json" >"$tmp/out.txt" 2>&1 ||
+            grep -q "DATA VALIDATION ERROR\|Fail" "$tmp/out.txt" || [ "$(grep -c Pass "$tmp/out.txt")" -lt 20 ] ||
+            [ "$(wc -l <"$tmp/out.csv")" -ne $(($(grep -c Pass "$tmp/out.txt") + 1)) ] ||
+            [ "$(grep -c '"validation": "pass"' "$tmp/out.json")" -ne "$(grep -c Pass "$tmp/out.txt")" ]; then
+            echo "FAIL: loom-bench $coll --api $api"
+            cat "$tmp/out.txt"
+            status=1
+        fi
+    done
+done
+echo "loom-bench: 20 validated runs done"
+rm -rf "$tmp"
 left=$(ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true)
 if [ -n "$left" ]; then
     echo "FAIL: inboxes left in /dev/shm: $left"
