@@ -93,6 +93,7 @@ typedef struct mca_coll_loom_module_t {
     loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
     int shm_local_ranks;                /* ranks of this node in comm (0: no shared memory) */
     int *node_labels;                   /* per rank of comm: equal for ranks of one node */
+    int64_t *counts64;                  /* reduce_scatter's counts for libloom, one per rank */
     int rails;
     enum coll_loom_state state;
     bool previous_saved;

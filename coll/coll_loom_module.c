@@ -19,6 +19,7 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->shm_inbox = NULL;
     m->shm_local_ranks = 0;
     m->node_labels = NULL;
+    m->counts64 = NULL;
     m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
@@ -48,6 +49,7 @@ static void module_destruct(mca_coll_loom_module_t *m) {
     if (m->loom) loom_comm_free(&m->loom);
     if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
     free(m->node_labels);
+    free(m->counts64);
     release_previous(m);
 }
 
@@ -68,6 +70,8 @@ OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_constr
  * decides alike, so a collective never runs as Loom on some ranks and as
  * the module below on others. */
 static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) {
+    m->counts64 = malloc(sizeof(int64_t) * (size_t)ompi_comm_size(comm));
+    if (!m->counts64) return false;
     mca_coll_loom_find_nodes(m, comm);
     mca_coll_loom_shm_create_inbox(m, comm);
     if (mca_coll_loom_create_loom_comm(comm, &m->loom) != LOOM_SUCCESS) {
@@ -226,13 +230,6 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
     return true;
 }
 
-static int64_t *counts_to_int64(const int *rcounts, int n) {
-    int64_t *counts = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-    if (counts)
-        for (int i = 0; i < n; ++i) counts[i] = rcounts[i];
-    return counts;
-}
-
 /* ------------------------------------------------------------------ */
 /* blocking */
 
@@ -262,15 +259,16 @@ int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     loom_op_t lop;
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
     if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
+        /* The module's own array: blocking collectives on one communicator
+         * never overlap, and a malloc per call showed at small sizes. */
         const int p = ompi_comm_size(comm);
-        int64_t *counts = counts_to_int64(rcounts, p);
-        if (counts) {
-            size_t total = 0;
-            for (int i = 0; i < p; ++i) total += (size_t)rcounts[i];
-            int rc = loom_reduce_scatter(sbuf, rbuf, counts, type, lop, m->loom);
-            free(counts);
-            if (loom_done(m, COLL_LOOM_REDUCE_SCATTER, rc, total * type_size(type))) return MPI_SUCCESS;
+        size_t total = 0;
+        for (int i = 0; i < p; ++i) {
+            m->counts64[i] = rcounts[i];
+            total += (size_t)rcounts[i];
         }
+        int rc = loom_reduce_scatter(sbuf, rbuf, m->counts64, type, lop, m->loom);
+        if (loom_done(m, COLL_LOOM_REDUCE_SCATTER, rc, total * type_size(type))) return MPI_SUCCESS;
     } else {
         mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
     }

@@ -1,11 +1,12 @@
 #!/bin/sh
 # The README's main job on one machine: install what is missing, build, and
-# run Loom against Open MPI's built-in collectives at 4 ranks (OSU-style
-# tables, alternating repetitions, medians, load average, results validated).
-# With Open MPI's devel headers it measures coll/loom inside Open MPI against
-# Open MPI's default modules (perf/coll_compare); without them, the libloom
-# C API against MPI's collectives (perf/loom_vs_mpi). Extra arguments go to
-# that program (e.g. -m 65536 -c allreduce).
+# run Loom against Open MPI's built-in collectives at 4 ranks. With Open
+# MPI's devel headers: perf/loom-compare runs loom-bench (OSU format) under
+# Open MPI's default modules and under coll/loom, interleaved, and prints
+# median latencies and their ratios per collective with the load average,
+# and plots them (build/main-job/<collective>.png). Extra arguments go to
+# loom-compare (e.g. -c allreduce -m 8:65536 -r 5). Without the headers:
+# perf/loom_vs_mpi, the libloom C API against MPI's collectives.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh
@@ -17,14 +18,16 @@ make -j"$(nproc)" >/dev/null
 make perf >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=${LOOM_NP:-4}
+# Two ranks per core, bound: the same placement every run (unbound, the
+# scheduler's placement changes from job to job and with it the timings).
+launcher="mpirun --oversubscribe --bind-to core:overload-allowed --mca btl self,vader --mca mpi_yield_when_idle 1"
 if [ -f coll/component-path/mca_coll_loom.so ]; then
     ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi3
     [ -d "$ompi_dir" ] || ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi
-    # Two ranks per core, bound: the same placement every run (unbound, the
-    # scheduler's placement changes from job to job and with it the timings).
-    exec mpirun --oversubscribe --bind-to core:overload-allowed -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 \
-        --mca mca_base_component_path "$PWD/coll/component-path:$ompi_dir" --mca coll_loom_priority 100 \
-        perf/coll_compare "$@"
+    # loom-bench under Open MPI's default collectives and under coll/loom,
+    # interleaved, medians, ratio table and plots (build/main-job/*.png).
+    LOOM_BENCH=$PWD/perf/loom-bench exec sh ../perf/loom-compare -n "$np" -o main-job \
+        --mpirun "$launcher --mca mca_base_component_path $PWD/coll/component-path:$ompi_dir" "$@"
 fi
-exec mpirun --oversubscribe --bind-to core:overload-allowed -np "$np" --mca btl self,vader --mca mpi_yield_when_idle 1 \
-    perf/loom_vs_mpi "$@"
+# Without Open MPI's devel headers: libloom's API against MPI's collectives.
+exec $launcher -np "$np" perf/loom_vs_mpi "$@"
