@@ -71,6 +71,20 @@ for api in mpi loom; do
     done
 done
 echo "loom-bench: 20 validated runs done"
+# loom-compare: two configurations interleaved twice: a table with both
+# medians and their ratio per size, the commands it ran, and a plot.
+if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce -m 8:64 -r 2 -n 2 -i 20 -x 2 -o "$tmp/cmp" \
+    --mpirun "$MPIEXEC --oversubscribe" flat='-x LOOM_SHARED_MEMORY=0' shm='-x LOOM_SHARED_MEMORY=1' \
+    -b "--api loom" >"$tmp/cmp.out" 2>&1 &&
+    [ "$(grep -Ec '^(8|16|32|64) +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$tmp/cmp/allreduce.table")" -eq 4 ] &&
+    [ "$(grep -c 'loom-bench allreduce' "$tmp/cmp/commands.txt")" -eq 4 ] &&
+    { ! command -v gnuplot >/dev/null || [ -s "$tmp/cmp/allreduce.png" ]; }; then
+    echo "PASS: loom-compare"
+else
+    echo "FAIL: loom-compare"
+    cat "$tmp/cmp.out" "$tmp/cmp/allreduce.table" 2>/dev/null
+    status=1
+fi
 rm -rf "$tmp"
 left=$(ls /dev/shm 2>/dev/null | grep "^loom-$(id -u)-" || true)
 if [ -n "$left" ]; then
