@@ -12,19 +12,24 @@ cd build
 make -j"$(nproc)" >/dev/null
 rc=0
 make -j"$(nproc)" check || rc=$?
-for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_component_tests.sh.log; do
+for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_component_tests.sh.log \
+    tests/mpi/run_testbed_test.sh.log; do
     [ -f "$log" ] && grep -E "^\[  (PASSED|FAILED)  \]|^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" "$log" || true
 done
 # Count individual test cases: gtest's summary plus one per mpirun invocation.
 unit_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}.*/\1/p' tests/unit/loom_unit_tests.log 2>/dev/null || echo 0)
 unit_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' tests/unit/loom_unit_tests.log 2>/dev/null || echo 0)
-mpi_pass=$(grep -c " 0 failures$" tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
+mpi_pass=$(grep -c " 0 failures$\|^PASS: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
 mpi_fail=$(grep -c "^FAIL: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
 # coll/loom: one PASS/FAIL line per mpirun (np x forced algorithms)
 comp_pass=$(grep -c "^PASS: np=" tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
 comp_fail=$(grep -c "^FAIL: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
-total_pass=$(( ${unit_pass:-0} + ${mpi_pass:-0} + ${comp_pass:-0} ))
-total_fail=$(( ${unit_fail:-0} + ${mpi_fail:-0} + ${comp_fail:-0} ))
+# The cluster-in-a-box test: one PASS, or SKIP with its reason where
+# network namespaces are not permitted.
+bed_pass=$(grep -c "^PASS: " tests/mpi/run_testbed_test.sh.log 2>/dev/null || true)
+bed_fail=$(grep -c "^FAIL: " tests/mpi/run_testbed_test.sh.log 2>/dev/null || true)
+total_pass=$(( ${unit_pass:-0} + ${mpi_pass:-0} + ${comp_pass:-0} + ${bed_pass:-0} ))
+total_fail=$(( ${unit_fail:-0} + ${mpi_fail:-0} + ${comp_fail:-0} + ${bed_fail:-0} ))
 [ "$rc" -ne 0 ] && [ "$total_fail" -eq 0 ] && total_fail=1
 echo "suite took $(( $(date +%s) - start )) s"
 echo "$total_pass passed, $total_fail failed"
