@@ -309,13 +309,14 @@ static double bus_factor(const struct options *o) {
     return o->coll == ALLREDUCE ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
 }
 
-/* The least time the bytes need on a network of link_gbit per node: with
- * N nodes each node must send (N-1)/N of the data (twice for allreduce). */
+/* The least time the bytes need on a network of link_gbit per node (all
+ * its rails): with N nodes, each node must move (N-1)/N of S through its
+ * links, twice for allreduce (S as nccl-tests counts it: the vector, the
+ * whole input, the whole output): 2(N-1)/N S / (R B) for allreduce. */
 static double bound_us(const struct options *o, double total_bytes) {
     if (o->link_gbit <= 0 || o->nodes < 2) return 0;
     const double factor = (o->coll == ALLREDUCE ? 2.0 : 1.0) * (o->nodes - 1) / o->nodes;
-    /* Per node: its share of the total. */
-    return factor * (total_bytes / o->nodes) * 8 / (o->link_gbit * 1e3);
+    return factor * total_bytes * 8 / (o->link_gbit * 1e3);
 }
 
 static void run_type(const struct options *o, const struct type_case *t) {
