@@ -1,9 +1,10 @@
-// Hierarchical allgather: first within the node (every local rank gets its
-// node's blocks, directly), then across nodes: rank r, local index j, gets
-// each other node's blocks from that node's local rank j mod (its size).
-// Every local rank receives from the network at once and no block crosses
-// to a rank twice; nodes may be uneven and their ranks need not be
-// consecutive.
+// Hierarchical allgather: every block crosses to each other node once.
+// Phase 1 exchanges the ranks' own blocks within the node. Phase 2 sends
+// each rank's block to one rank of every other node (the one whose local
+// index equals the sender's, modulo that node's size), so all local ranks
+// receive from the network at once. Phase 3 hands the blocks that arrived
+// on to the node's other ranks. Nodes may be uneven and their ranks need
+// not be consecutive.
 #include "compose.hpp"
 
 namespace loom {
@@ -14,27 +15,40 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeMap &m = v.map;
     const size_t block = a.count;
     auto block_of = [&](int r) { return output_slice(static_cast<size_t>(r) * block, block); };
+    // The rank of `node` that receives remote block q.
+    auto receiver = [&](int node, int q) { return m.pick(node, static_cast<size_t>(m.local_index[q])); };
     b.copy(block_of(rank), input_slice(0, block));
-    // Phase 1: within the node.
+    // Phase 1: own blocks within the node.
     for (int i = 1; i < v.k; ++i) {
         const int from = v.members()[(v.local - i + v.k) % v.k];
         b.recv(from, block_of(from));
     }
     for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], input_slice(0, block));
-    // Phase 2: my node's blocks to the remote ranks I serve; theirs from
-    // whoever serves me. One message per block, in node and rank order.
+    // Phase 2: my block to my receiver on every other node; the remote
+    // blocks this rank receives, in node and rank order.
+    for (int node = 0; node < m.nodes(); ++node)
+        if (node != v.node) b.send(receiver(node, rank), input_slice(0, block));
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node) continue;
-        for (int r : m.members[node]) {
-            if (m.local_index[r] % v.k != v.local) continue;
-            for (int q : v.members()) b.send(r, block_of(q));
+        for (int q : m.members[node])
+            if (receiver(v.node, q) == rank) b.recv(q, block_of(q));
+    }
+    // Phase 3: pass the remote blocks on within the node.
+    for (int i = 1; i < v.k; ++i) {
+        const int to = v.members()[(v.local + i) % v.k];
+        for (int node = 0; node < m.nodes(); ++node) {
+            if (node == v.node) continue;
+            for (int q : m.members[node])
+                if (receiver(v.node, q) == rank) b.send(to, block_of(q));
         }
     }
-    for (int node = 0; node < m.nodes(); ++node) {
-        if (node == v.node) continue;
-        const auto &theirs = m.members[node];
-        const int server = theirs[static_cast<size_t>(v.local) % theirs.size()];
-        for (int q : theirs) b.recv(server, block_of(q));
+    for (int i = 1; i < v.k; ++i) {
+        const int from = v.members()[(v.local - i + v.k) % v.k];
+        for (int node = 0; node < m.nodes(); ++node) {
+            if (node == v.node) continue;
+            for (int q : m.members[node])
+                if (receiver(v.node, q) == from) b.recv(from, block_of(q));
+        }
     }
 }
 
@@ -42,7 +56,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 
 extern const AlgorithmInfo kAllgatherHierarchical = {
     Collective::allgather, "hierarchical",
-    "allgather within each node, then each local rank fetches the other nodes' blocks from its counterpart there",
+    "own blocks within the node, each block once to every other node (spread over its local ranks), then within the node",
     "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

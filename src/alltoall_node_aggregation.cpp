@@ -16,10 +16,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     auto in_block = [&](int r) { return input_slice(static_cast<size_t>(r) * block, block); };
     auto out_block = [&](int r) { return output_slice(static_cast<size_t>(r) * block, block); };
     // The local rank of `node` that handles traffic with node `other`.
-    auto agent = [&](int node, int other) {
-        const auto &ranks = m.members[node];
-        return ranks[static_cast<size_t>(other) % ranks.size()];
-    };
+    auto agent = [&](int node, int other) { return m.pick(node, static_cast<size_t>(other)); };
     b.copy(out_block(rank), in_block(rank));
     // Within the node: directly.
     for (int i = 1; i < v.k; ++i) {

@@ -16,10 +16,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
     const BlockLayout blocks = reduce_scatter_blocks(a);
     // The local rank that sums block r on node `node`.
-    auto summer = [&](int node, int r) {
-        const auto &ranks = m.members[node];
-        return ranks[static_cast<size_t>(m.local_index[r]) % ranks.size()];
-    };
+    auto summer = [&](int node, int r) { return m.pick(node, static_cast<size_t>(m.local_index[r])); };
     // Phase 1: send my contribution to every block to the rank summing it here.
     for (int r = 0; r < p; ++r) {
         const int s = summer(v.node, r);

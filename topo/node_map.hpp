@@ -22,6 +22,9 @@ struct NodeMap {
     int nodes() const { return static_cast<int>(members.size()); }
     int ranks_on(int node) const { return static_cast<int>(members[node].size()); }
     int max_ranks_per_node() const;
+    // The rank of `node` at local index `index` modulo its size: how the
+    // node-aware plans spread a role over a node's ranks.
+    int pick(int node, size_t index) const { return members[node][index % members[node].size()]; }
     bool uniform() const;  // every node has the same number of ranks
     // "2 nodes: [0 2] [1 3]" for messages and loom-info.
     std::string describe() const;
