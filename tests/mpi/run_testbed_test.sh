@@ -36,6 +36,7 @@ echo "$out" | grep -q "allreduce  *[1-9][0-9]* .* 0 " ||
     { echo "FAIL: coll/loom did not handle the allreduces"; status=1; }
 echo "$out" | grep -q "shared_memory among 2 ranks" ||
     { echo "FAIL: Loom did not group the ranks by emulated node"; status=1; }
-sh "$testbed" check || { echo "FAIL: testbed checks"; status=1; }
+# Grouping is checked; the rail rate is printed (a speed, not a verdict).
+sh "$testbed" check || { echo "FAIL: testbed check: ranks not grouped by node"; status=1; }
 [ $status -eq 0 ] && echo "PASS: a Loom allreduce across a 2-node testbed"
 exit $status
