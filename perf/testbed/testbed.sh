@@ -17,6 +17,7 @@ name=${LOOM_TESTBED_NAME:-loom}
 state=/run/$name-testbed
 sw=$name-sw
 
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 die() { echo "testbed: $*" >&2; exit 1; }
 nodes() { cat "$state/nodes" 2>/dev/null || echo 0; }
 rails() { cat "$state/rails" 2>/dev/null || echo 0; }
@@ -99,13 +100,19 @@ in_node() {
     i=$1
     shift
     [ -e "$state/n$i.uts" ] || die "node n$i is not up"
+    # The checkout (and a build elsewhere) stay visible when they live under
+    # /tmp: they are bound into the node's own /tmp at the same paths.
+    keep="$repo ${LOOM_BUILD:-}"
     exec nsenter --net="/run/netns/$name-n$i" --uts="$state/n$i.uts" \
         unshare --mount --propagation private sh -c '
-            state=$1 i=$2; shift 2
+            state=$1 i=$2 keep=$3; shift 3
             mount -t sysfs sysfs /sys 2>/dev/null || true
-            mount --bind "$state/tmp-n$i" /tmp
+            for path in $keep; do
+                case $path in /tmp/*) mkdir -p "$state/tmp-n$i${path#/tmp}" && mount --bind "$path" "$state/tmp-n$i${path#/tmp}" ;; esac
+            done
+            mount --rbind "$state/tmp-n$i" /tmp
             mount --bind "$state/hosts" /etc/hosts
-            exec "$@"' sh "$state" "$i" "$@"
+            exec "$@"' sh "$state" "$i" "$keep" "$@"
 }
 
 run() {
