@@ -57,8 +57,10 @@ void print_params() {
         std::printf("      %s\n", s.help);
         if (s.type == ParamType::algorithm)
             std::printf("      values: auto, %s\n", algorithm_names(s.collective).c_str());
-        else
+        else if (s.type == ParamType::size || s.type == ParamType::integer)
             std::printf("      range: [%lld, %lld]\n", s.min_value, s.max_value);
+        else
+            std::printf("      form: nodes=N[,rails=R] or a node label per rank[;rails=R]\n");
     }
 }
 
