@@ -41,7 +41,8 @@ void mca_coll_loom_find_nodes(mca_coll_loom_module_t *m, struct ompi_communicato
         const int world = ompi_comm_size(&ompi_mpi_comm_world.comm);
         int *world_labels = malloc(sizeof(int) * (size_t)world);
         const opal_jobid_t job = ompi_proc_local()->super.proc_name.jobid;
-        if (world_labels && loom_topology_parse(topology, world, world_labels, &m->rails) == LOOM_SUCCESS) {
+        const bool parsed = world_labels && loom_topology_parse(topology, world, world_labels, &m->rails) == LOOM_SUCCESS;
+        if (parsed) {
             /* A rank's world rank is its vpid within this job. */
             for (int i = 0; i < p; ++i) {
                 ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
@@ -52,7 +53,8 @@ void mca_coll_loom_find_nodes(mca_coll_loom_module_t *m, struct ompi_communicato
             fprintf(stderr, "coll/loom: coll_loom_topology: %s; using the machine's nodes\n", loom_last_error());
         }
         free(world_labels);
-        if (world_labels) return;
+        if (parsed) return;
+        m->rails = 1;
     }
     /* The machine: ranks on this node share our label without asking for
      * host names; the others are told apart by theirs. */
