@@ -126,6 +126,12 @@ for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
         --mca coll_loom_topology "$topo"
 done
 
+# An invalid topology is reported and the machine's nodes are used (one
+# node here: the one-node rules, shared memory among both ranks).
+run 2 "invalid topology nodes=9" "allreduce=direct allgather=direct" --mca coll_loom_topology nodes=9
+grep -q "coll_loom_topology: topology 'nodes=9'" "$log" ||
+    { echo "FAIL: the invalid topology was not reported"; status=1; }
+
 # A job killed before its ranks ever ran a collective leaves named inboxes
 # (their owners died before the peers mapped them); the next job's first
 # inbox creation removes those whose owner is gone.
