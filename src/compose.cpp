@@ -1,7 +1,5 @@
 #include "compose.hpp"
 
-#include <algorithm>
-
 #include "selector.hpp"
 
 namespace loom {
@@ -21,29 +19,13 @@ CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count
 
 void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vector<int> &ranks, int me, Slice input,
                           Slice output, int lane) {
-    std::string why;
-    const AlgorithmInfo *algo = nullptr;
-    for (const char *name : default_preference(sub, &why)) {
-        const AlgorithmInfo *a = find_algorithm(sub.collective, name);
-        if (a && a->not_applicable(sub).empty()) {
-            algo = a;
-            break;
-        }
-    }
-    if (!algo)
-        for (const AlgorithmInfo *a : algorithms_for(sub.collective))
-            if (a->not_applicable(sub).empty()) {
-                algo = a;
-                break;
-            }
+    // Sub-arguments carry no node map, so the node-aware algorithms never
+    // apply here and the flat ones (some always applicable) are chosen.
+    Selection chosen;
+    default_selection(sub, &chosen);
     b.push_group(ranks, input, output, lane);
-    algo->build(sub, me, b);
+    chosen.algorithm->build(sub, me, b);
     b.pop_group();
-}
-
-int index_in(const std::vector<int> &ranks, int rank) {
-    auto it = std::find(ranks.begin(), ranks.end(), rank);
-    return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
 }
 
 std::string needs_node_map(const CollArgs &a) {

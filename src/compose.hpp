@@ -19,9 +19,6 @@ CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count
 void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vector<int> &ranks, int me, Slice input,
                           Slice output, int lane = -1);
 
-// Position of `rank` in `ranks`, or -1.
-int index_in(const std::vector<int> &ranks, int rank);
-
 // The nodes' ranks and this rank's place, for the node-aware builders; the
 // algorithms' restrictions guarantee a.nodes is set.
 struct NodeView {

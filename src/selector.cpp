@@ -159,6 +159,11 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
         out->why = "forced";
         return LOOM_SUCCESS;
     }
+    return default_selection(args, out);
+}
+
+Status default_selection(const CollArgs &args, Selection *out) {
+    const Collective c = args.collective;
     std::string why;
     for (const char *name : default_preference(args, &why)) {
         const AlgorithmInfo *algo = find_algorithm(c, name);

@@ -17,6 +17,10 @@ struct Selection {
 
 Status select_algorithm(const Config &config, const CollArgs &args, Selection *out);
 
+// The choice without a forced name: the default rules' first applicable
+// preference, else the first applicable algorithm.
+Status default_selection(const CollArgs &args, Selection *out);
+
 // The default rule's preference order for `args` (first applicable wins).
 std::vector<const char *> default_preference(const CollArgs &args, std::string *why);
 
