@@ -31,6 +31,8 @@ class SharedSegment {
     const std::string &name() const { return name_; }
     // Removes the name (idempotent); mappings stay valid.
     void unlink();
+    // True while this segment's creator has not removed its name.
+    bool named() const { return named_; }
 
   private:
     SharedSegment() = default;

@@ -51,15 +51,14 @@ unsigned char *channel(unsigned char *inbox, size_t sender_index, const ShmGeome
 }
 
 struct ShmOp {
-    bool send = false;
     bool done = false;
-    bool truncated = false;
-    size_t peer = 0;  // local index
+    bool truncated = false;  // receives: the message was larger
+    size_t peer = 0;         // local index
     uint32_t tag = 0;
     unsigned char *buf = nullptr;
     size_t bytes = 0;
-    size_t moved = 0;
-    bool header_written = false;
+    size_t moved = 0;             // sends: bytes written to the ring so far
+    bool header_written = false;  // sends
 };
 
 // A message that arrived before its receive was posted.
@@ -118,7 +117,6 @@ class SharedMemoryTransport final : public Transport {
         }
         ++shm_sends_;
         ShmOp *op = take_op();
-        op->send = true;
         op->peer = static_cast<size_t>(li);
         op->tag = tag;
         op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
@@ -249,11 +247,9 @@ class SharedMemoryTransport final : public Transport {
             pull_messages(li);
         }
         // Once every peer has mapped our inbox its name is no longer needed.
-        if (node_.own && !unlinked_ &&
-            header_of(node_.own->data())->attached.load(std::memory_order_acquire) + 1 >= node_.local_ranks.size()) {
+        if (node_.own && node_.own->named() &&
+            header_of(node_.own->data())->attached.load(std::memory_order_acquire) + 1 >= node_.local_ranks.size())
             node_.own->unlink();
-            unlinked_ = true;
-        }
     }
 
     // Writes queued sends to the peer's ring while it has free cells. A
@@ -350,7 +346,6 @@ class SharedMemoryTransport final : public Transport {
 
     void finish_message(PeerState &ps) {
         if (ps.in_op) {
-            ps.in_op->moved = ps.in_total;
             ps.in_op->done = true;
         } else {
             Unexpected *u = ps.in_unexpected;
@@ -369,9 +364,7 @@ class SharedMemoryTransport final : public Transport {
     }
 
     // Unexpected buffers are kept for reuse: early arrivals are the common
-    // case when ranks share cores, and a malloc per message showed up as
-    // page faults (alltoall of 4-16 KiB blocks ran 2x slower after a phase
-    // of large messages had reshaped the heap).
+    // case when ranks share cores, and this keeps allocation off that path.
     void recycle(PeerState &ps, std::deque<std::unique_ptr<Unexpected>>::iterator it) {
         if (spare_.size() < kSpareUnexpected) spare_.push_back(std::move(*it));
         ps.unexpected.erase(it);
@@ -382,7 +375,6 @@ class SharedMemoryTransport final : public Transport {
         op->truncated = u.data.size() > op->bytes;
         const size_t n = std::min(u.data.size(), op->bytes);
         if (n) std::memcpy(op->buf, u.data.data(), n);
-        op->moved = n;
         op->done = true;
     }
 
@@ -402,7 +394,6 @@ class SharedMemoryTransport final : public Transport {
     uint64_t cells_moved_ = 0;
     uint64_t shm_sends_ = 0, base_sends_ = 0;
     std::string map_error_;  // a peer's inbox that belongs to someone else
-    bool unlinked_ = false;
 };
 
 }  // namespace
