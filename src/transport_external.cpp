@@ -22,19 +22,13 @@ class ExternalTransport final : public Transport {
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
         void *handle = nullptr;
-        if (ops_.isend(ops_.context, buf, bytes, peer, tag, &handle) != 0)
-            return fail(LOOM_ERR_TRANSPORT, "send of " + std::to_string(bytes) + " bytes to rank " +
-                                                std::to_string(peer) + " failed in the caller's transport");
-        std::memcpy(h->bytes, &handle, sizeof(handle));
-        return LOOM_SUCCESS;
+        const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, &handle);
+        return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
     }
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
         void *handle = nullptr;
-        if (ops_.irecv(ops_.context, buf, bytes, peer, tag, &handle) != 0)
-            return fail(LOOM_ERR_TRANSPORT, "receive of " + std::to_string(bytes) + " bytes from rank " +
-                                                std::to_string(peer) + " failed in the caller's transport");
-        std::memcpy(h->bytes, &handle, sizeof(handle));
-        return LOOM_SUCCESS;
+        const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, &handle);
+        return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
     }
     Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
@@ -52,6 +46,13 @@ class ExternalTransport final : public Transport {
     }
 
   private:
+    // Stores the caller's handle of a posted operation, or says which failed.
+    static Status keep(int rc, void *handle, TransportHandle *h, const std::string &what) {
+        if (rc != 0) return fail(LOOM_ERR_TRANSPORT, what + " failed in the caller's transport");
+        std::memcpy(h->bytes, &handle, sizeof(handle));
+        return LOOM_SUCCESS;
+    }
+
     loom_transport_t ops_;
     std::vector<void *> handles_;
 };
