@@ -39,6 +39,7 @@ struct options {
 
 static int rank, size;
 static loom_comm_t lc;
+static int64_t *counts64; /* reduce_scatter's counts for libloom: allocated once, not in the timed loop */
 static FILE *csv, *json;
 static int json_first = 1;
 
@@ -169,11 +170,8 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
                  MPI_Request *req, loom_request_t *lreq) {
     if (o->loom_api) {
         int64_t c64 = count;
-        int64_t *counts64 = NULL;
-        if (o->coll == REDUCE_SCATTER) {
-            counts64 = malloc(sizeof(int64_t) * size);
+        if (o->coll == REDUCE_SCATTER)
             for (int r = 0; r < size; ++r) counts64[r] = counts[r];
-        }
         int rc = 0;
         if (o->nonblocking) {
             switch (o->coll) {
@@ -192,7 +190,6 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
                 default: rc = loom_alltoall(sb, rb, c64, t->loom, lc); break;
             }
         }
-        free(counts64);
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "loom-bench: rank %d: %s: %s\n", rank, loom_strerror(rc), loom_last_error());
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -456,6 +453,7 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
+    counts64 = malloc(sizeof(int64_t) * size);
     if (o.loom_api && loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
         fprintf(stderr, "loom-bench: %s\n", loom_last_error());
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -478,6 +476,7 @@ int main(int argc, char **argv) {
         fclose(json);
     }
     if (lc) loom_comm_free(&lc);
+    free(counts64);
     MPI_Finalize();
     return 0;
 }
