@@ -91,7 +91,6 @@ typedef struct mca_coll_loom_module_t {
     ompi_communicator_t *comm;          /* the user's communicator */
     loom_comm_t loom;
     loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
-    int shm_local_ranks;                /* ranks of this node in comm (0: no shared memory) */
     int *node_labels;                   /* per rank of comm: equal for ranks of one node */
     int64_t *counts64;                  /* reduce_scatter's counts for libloom, one per rank */
     int rails;

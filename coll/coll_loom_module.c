@@ -17,7 +17,6 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->comm = NULL;
     m->loom = NULL;
     m->shm_inbox = NULL;
-    m->shm_local_ranks = 0;
     m->node_labels = NULL;
     m->counts64 = NULL;
     m->rails = 1;
@@ -260,7 +259,7 @@ int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
     if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
         /* The module's own array: blocking collectives on one communicator
-         * never overlap, and a malloc per call showed at small sizes. */
+         * never overlap, so no allocation per call is needed. */
         const int p = ompi_comm_size(comm);
         size_t total = 0;
         for (int i = 0; i < p; ++i) {

@@ -85,9 +85,7 @@ void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_commu
         char key[64];
         snprintf(key, sizeof key, "%x-%x-%016llx", (unsigned)ompi_proc_local()->super.proc_name.jobid, (unsigned)ompi_comm_get_cid(comm),
                  (unsigned long long)identity);
-        if (loom_shm_inbox_create(key, identity, me, local, nlocal, &m->shm_inbox) == LOOM_SUCCESS)
-            m->shm_local_ranks = nlocal;
-        else
+        if (loom_shm_inbox_create(key, identity, me, local, nlocal, &m->shm_inbox) != LOOM_SUCCESS)
             fprintf(stderr, "coll/loom: rank %d: cannot create its shared-memory inbox: %s\n", me, loom_last_error());
     }
     free(local);
