@@ -201,11 +201,9 @@ int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const in
     inbox->rank = rank;
     inbox->node.identity = identity;
     inbox->node.local_ranks.assign(local_ranks, local_ranks + nlocal);
-    const auto &lr = inbox->node.local_ranks;
-    if (!std::is_sorted(lr.begin(), lr.end()) || std::adjacent_find(lr.begin(), lr.end()) != lr.end() ||
-        std::find(lr.begin(), lr.end(), rank) == lr.end())
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: local_ranks must be distinct, ascending and "
-                                               "include rank " + std::to_string(rank));
+    // The communicator's size is not known here: only the upper bound of the range goes unchecked.
+    const std::string bad = node_group_problem(inbox->node.local_ranks, rank, INT_MAX);
+    if (!bad.empty()) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: " + bad);
     LOOM_RETURN_IF_ERROR(shm_create_inbox(inbox->key, rank, &inbox->node));
     *out = inbox.release();
     return LOOM_SUCCESS;

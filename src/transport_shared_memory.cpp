@@ -500,18 +500,25 @@ Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node) 
     return LOOM_SUCCESS;
 }
 
+std::string node_group_problem(const std::vector<int> &local_ranks, int rank, int size) {
+    for (size_t i = 0; i < local_ranks.size(); ++i)
+        if (local_ranks[i] < 0 || local_ranks[i] >= size || (i > 0 && local_ranks[i] <= local_ranks[i - 1]))
+            return "the node group must list distinct communicator ranks in ascending order";
+    if (std::find(local_ranks.begin(), local_ranks.end(), rank) == local_ranks.end())
+        return "the node group must include rank " + std::to_string(rank);
+    return {};
+}
+
 Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, SharedMemoryNode node, size_t max_bytes,
                                     std::unique_ptr<Transport> *out) {
     const Transport *base = base_ptr->get();
     const auto &lr = node.local_ranks;
-    const auto me = std::find(lr.begin(), lr.end(), base->rank());
+    const std::string bad = node_group_problem(lr, base->rank(), base->size());
+    if (!bad.empty()) return fail(LOOM_ERR_INVALID_ARGUMENT, "shared-memory transport: " + bad);
     if (node.peers.empty()) node.peers.resize(lr.size());
-    if (me == lr.end() || !node.own || node.peers.size() != lr.size())
-        return fail(LOOM_ERR_INTERNAL, "shared-memory transport: this rank's node group or inboxes are missing");
+    if (!node.own || node.peers.size() != lr.size())
+        return fail(LOOM_ERR_INTERNAL, "shared-memory transport: this rank's inboxes are missing");
     for (size_t i = 0; i < lr.size(); ++i) {
-        if (lr[i] < 0 || lr[i] >= base->size() || (i > 0 && lr[i] <= lr[i - 1]))
-            return fail(LOOM_ERR_INVALID_ARGUMENT, "shared-memory node group must list distinct communicator ranks "
-                                                   "in ascending order");
         if (lr[i] != base->rank() && !node.peers[i] && node.key.empty())
             return fail(LOOM_ERR_INTERNAL, "shared-memory inbox of rank " + std::to_string(lr[i]) + " is not mapped");
     }

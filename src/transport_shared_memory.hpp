@@ -37,6 +37,10 @@ struct SharedMemoryNode {
 };
 
 size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g);
+// Empty when `local_ranks` is a valid node group for `rank` of a
+// communicator of `size` ranks (distinct, ascending, in range, `rank`
+// included); otherwise what is wrong.
+std::string node_group_problem(const std::vector<int> &local_ranks, int rank, int size);
 // "/loom-<uid>-<key>-<rank>": the name of `rank`'s inbox for the node group `key`.
 std::string shm_inbox_name(const std::string &key, int rank);
 // Writes the inbox header. The caller publishes the segment to its peers afterwards.
