@@ -139,11 +139,11 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
 }
 
 Status Communicator::set_nodes(NodeMap nodes) {
-    if (started_any_)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "the node map must be set before the communicator's first collective");
     if (nodes.nranks() != size())
         return fail(LOOM_ERR_INVALID_ARGUMENT, "node map for " + std::to_string(nodes.nranks()) +
                                                    " ranks on a communicator of " + std::to_string(size()));
+    if (started_any_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "the node map must be set before the communicator's first collective");
     nodes_ = std::move(nodes);
     return LOOM_SUCCESS;
 }

@@ -91,6 +91,28 @@ int main(int argc, char **argv) {
         ++failures;
         fprintf(stderr, "[rank %d] FAIL: allreduce after errors gave %d\n", rank, out[3]);
     }
+    /* Shared-memory inboxes: bad node groups and keys are refused before
+     * anything is created in /dev/shm, and a topology that does not fit. */
+    loom_shm_inbox_t inbox = NULL;
+    const int unsorted[] = {2, 0}, without_me[] = {5, 6}, ok_group[] = {0, 1};
+    expect(loom_shm_inbox_create("k", 1, 0, unsorted, 2, &inbox), LOOM_ERR_INVALID_ARGUMENT, "ascending",
+           "inbox for an unsorted node group");
+    expect(loom_shm_inbox_create("k", 1, 0, without_me, 2, &inbox), LOOM_ERR_INVALID_ARGUMENT, "include rank 0",
+           "inbox for a node group without the rank");
+    expect(loom_shm_inbox_create("a/b", 1, 0, ok_group, 2, &inbox), LOOM_ERR_INVALID_ARGUMENT, "without '/'",
+           "inbox key with a slash");
+    expect(loom_shm_inbox_create("k", 1, 0, ok_group, 1, &inbox), LOOM_ERR_INVALID_ARGUMENT, "at least 2",
+           "inbox for a one-rank group");
+    int labels[8] = {0}, rails = 0;
+    expect(loom_topology_parse("nodes=9", 4, labels, &rails), LOOM_ERR_INVALID_PARAMETER_VALUE, "leaves a node empty",
+           "topology with more nodes than ranks");
+    expect(loom_topology_parse("0,1", 3, labels, &rails), LOOM_ERR_INVALID_PARAMETER_VALUE, "2 node labels for 3",
+           "topology label count");
+    expect(loom_comm_set_nodes(comm, labels, size + 1, 1), LOOM_ERR_INVALID_ARGUMENT, "ranks on a communicator of",
+           "node map of the wrong size");
+    expect(loom_comm_set_nodes(comm, labels, size, 1), LOOM_ERR_INVALID_ARGUMENT, "before the communicator's first",
+           "node map after collectives ran");
+
     expect(loom_comm_free(&comm), LOOM_SUCCESS, NULL, "free");
     expect(loom_comm_free(&comm), LOOM_ERR_INVALID_ARGUMENT, "NULL", "double free is an error, not a crash");
 
