@@ -79,7 +79,17 @@ if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce
     [ "$(grep -Ec '^(8|16|32|64) +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$tmp/cmp/allreduce.table")" -eq 4 ] &&
     [ "$(grep -c 'loom-bench allreduce' "$tmp/cmp/commands.txt")" -eq 4 ] &&
     { ! command -v gnuplot >/dev/null || [ -s "$tmp/cmp/allreduce.png" ]; }; then
-    echo "PASS: loom-compare"
+    # A second run with fewer sizes in the same directory: only its own rows.
+    if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce -m 8:16 -r 1 -n 2 -i 5 -x 1 \
+        -o "$tmp/cmp" --mpirun "$MPIEXEC --oversubscribe" flat='-x LOOM_SHARED_MEMORY=0' shm='-x LOOM_SHARED_MEMORY=1' \
+        -b "--api loom" >"$tmp/cmp.out" 2>&1 &&
+        [ "$(grep -Ec '^[0-9]+ ' "$tmp/cmp/allreduce.table")" -eq 2 ]; then
+        echo "PASS: loom-compare"
+    else
+        echo "FAIL: loom-compare kept an earlier run's results"
+        cat "$tmp/cmp/allreduce.table"
+        status=1
+    fi
 else
     echo "FAIL: loom-compare"
     cat "$tmp/cmp.out" "$tmp/cmp/allreduce.table" 2>/dev/null
