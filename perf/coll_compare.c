@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, NCOLL };
-static const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
-static const char *titles[] = {"Allreduce", "Reduce_scatter", "Allgather", "All-to-All Personalized Exchange"};
+enum { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, NCOLL };
+static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+static const char *titles[] = {"Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Allgather",
+                               "All-to-All Personalized Exchange"};
 static int size;
+static int *counts; /* MPI_Reduce_scatter's counts, every rank the same block as OSU does */
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -27,7 +29,11 @@ static void call(int c, MPI_Comm comm, char *in, char *out, int bytes) {
     const int block = bytes / size > 0 ? bytes / size : 1;
     switch (c) {
         case ALLREDUCE: MPI_Allreduce(in, out, bytes, MPI_INT8_T, MPI_SUM, comm); break;
-        case REDUCE_SCATTER: MPI_Reduce_scatter_block(in, out, block, MPI_INT8_T, MPI_SUM, comm); break;
+        case REDUCE_SCATTER:
+            for (int r = 0; r < size; ++r) counts[r] = block;
+            MPI_Reduce_scatter(in, out, counts, MPI_INT8_T, MPI_SUM, comm);
+            break;
+        case REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(in, out, block, MPI_INT8_T, MPI_SUM, comm); break;
         case ALLGATHER: MPI_Allgather(in, bytes, MPI_CHAR, out, bytes, MPI_CHAR, comm); break;
         default: MPI_Alltoall(in, bytes, MPI_CHAR, out, bytes, MPI_CHAR, comm); break;
     }
@@ -35,7 +41,7 @@ static void call(int c, MPI_Comm comm, char *in, char *out, int bytes) {
 
 static size_t out_bytes(int c, int bytes) {
     const int block = bytes / size > 0 ? bytes / size : 1;
-    return c == REDUCE_SCATTER ? (size_t)block : c == ALLREDUCE ? (size_t)bytes : (size_t)bytes * size;
+    return c == REDUCE_SCATTER || c == REDUCE_SCATTER_BLOCK ? (size_t)block : c == ALLREDUCE ? (size_t)bytes : (size_t)bytes * size;
 }
 
 int main(int argc, char **argv) {
@@ -50,10 +56,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             ++i;
+            int known = 0;
             for (int c = 0; c < NCOLL; ++c)
-                if (!strcmp(argv[i], names[c])) chosen |= 1 << c;
+                if (!strcmp(argv[i], names[c])) chosen |= 1 << c, known = 1;
+            if (!known) {
+                if (rank == 0) fprintf(stderr, "coll_compare: unknown collective '%s'\n", argv[i]);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
         } else {
-            if (rank == 0) fprintf(stderr, "usage: coll_compare [-n MIN_BYTES] [-m MAX_BYTES] [-r REPS] [-c COLLECTIVE]\n");
+            if (rank == 0)
+                fprintf(stderr, "usage: coll_compare [-n MIN_BYTES] [-m MAX_BYTES] [-r REPS] [-c COLLECTIVE]\n"
+                                "  COLLECTIVE: allreduce reduce_scatter reduce_scatter_block allgather alltoall\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -65,6 +78,7 @@ int main(int argc, char **argv) {
     MPI_Info_free(&info);
     MPI_Comm comms[2] = {plain, MPI_COMM_WORLD};
 
+    counts = malloc(sizeof(int) * size);
     size_t cap = (size_t)max_bytes * size + 64;
     char *in = malloc(cap), *out = malloc(cap), *check = malloc(cap);
     for (size_t i = 0; i < cap; ++i) in[i] = (char)((rank + i) % 3);
@@ -84,7 +98,7 @@ int main(int argc, char **argv) {
             printf("# load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
             printf("%-10s %14s %14s %10s\n", "# Size", "Default(us)", "Loom(us)", "Loom/Def");
         }
-        for (int bytes = (c == REDUCE_SCATTER ? 4 : 1); bytes <= max_bytes; bytes *= 2) {
+        for (int bytes = (c == REDUCE_SCATTER || c == REDUCE_SCATTER_BLOCK ? 4 : 1); bytes <= max_bytes; bytes *= 2) {
             if (bytes < min_bytes) continue;
             memset(check, 1, out_bytes(c, bytes));
             memset(out, 0, out_bytes(c, bytes));
@@ -119,7 +133,7 @@ int main(int argc, char **argv) {
         if (rank == 0) printf("\n");
     }
     MPI_Comm_free(&plain);
-    free(in), free(out), free(check), free(t[0]), free(t[1]);
+    free(in), free(out), free(check), free(t[0]), free(t[1]), free(counts);
     MPI_Finalize();
     return bad;
 }

@@ -57,7 +57,7 @@ Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size
 bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
 // Common front half of every collective: checks, then start.
-Status start_call(loom_comm_t comm, const CollArgs &args, const void *sendbuf, void *recvbuf,
+Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf,
                   loom_datatype_t type, loom_op_t op, bool reduces, std::unique_ptr<Request> *req) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
@@ -66,7 +66,6 @@ Status start_call(loom_comm_t comm, const CollArgs &args, const void *sendbuf, v
         LOOM_RETURN_IF_ERROR(check_datatype(type));
     }
     Communicator &c = *comm->impl;
-    CollArgs full = args;
     full.nranks = c.size();
     const bool in_place = is_in_place(sendbuf);
     full.in_place = in_place;
@@ -82,7 +81,7 @@ Status start_call(loom_comm_t comm, const CollArgs &args, const void *sendbuf, v
     call.type = type;
     call.op = op;
     // No request wanted: a blocking call, run on the communicator's reusable request.
-    return req ? c.start(full, call, req) : c.run(full, call);
+    return req ? c.start(std::move(full), call, req) : c.run(std::move(full), call);
 }
 
 
@@ -121,15 +120,19 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     CollArgs a;
     a.collective = Collective::reduce_scatter;
     const int p = comm->impl->size();
+    const size_t elem_size = elem_size_or_one(t);
     long double total = 0;
+    a.recv_counts.resize(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) {
-        LOOM_RETURN_IF_ERROR(check_count(counts[i], ("recvcounts[" + std::to_string(i) + "]").c_str(), elem_size_or_one(t), 1));
+        // The message naming the entry is built only when it is bad: this loop runs on every call.
+        if (counts[i] < 0 || static_cast<long double>(counts[i]) * elem_size > kMaxBufferBytes)
+            return check_count(counts[i], ("recvcounts[" + std::to_string(i) + "]").c_str(), elem_size, 1);
         total += counts[i];
-        a.recv_counts.push_back(static_cast<size_t>(counts[i]));
+        a.recv_counts[static_cast<size_t>(i)] = static_cast<size_t>(counts[i]);
     }
-    if (total * elem_size_or_one(t) > kMaxBufferBytes)
+    if (total * elem_size > kMaxBufferBytes)
         return fail(LOOM_ERR_INVALID_COUNT, "the sum of recvcounts is too large to address");
-    return start_call(comm, a, s, r, t, op, true, req);
+    return start_call(comm, std::move(a), s, r, t, op, true, req);
 }
 
 Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,

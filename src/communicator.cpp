@@ -159,7 +159,7 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
 
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     auto req = std::make_unique<Request>();
-    LOOM_RETURN_IF_ERROR(start_into(*req, std::move(args), call));
+    LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
     *out = std::move(req);
     return LOOM_SUCCESS;
 }
@@ -177,7 +177,7 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     return LOOM_SUCCESS;
 }
 
-Status Communicator::start_into(Request &req, CollArgs args, const CallData &call) {
+Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call) {
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
 
@@ -225,7 +225,7 @@ Status Communicator::start_into(Request &req, CollArgs args, const CallData &cal
     return LOOM_SUCCESS;
 }
 
-Status Communicator::run(const CollArgs &args, const CallData &call) {
+Status Communicator::run(CollArgs args, const CallData &call) {
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = std::make_unique<Request>();

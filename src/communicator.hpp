@@ -60,7 +60,7 @@ class Communicator {
     // Validates nothing about user input (the C API does); args.nranks and the
     // algorithm knobs are filled in here.
     Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
-    Status run(const CollArgs &args, const CallData &call);
+    Status run(CollArgs args, const CallData &call);
     // Selects and builds (caches) the plan without running it.
     Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
 
@@ -115,7 +115,8 @@ class Communicator {
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
     Status plan_for(const CollArgs &args, const CachedPlan **out);
     Status lookup_plan(const CollArgs &args, const CachedPlan **out);
-    Status start_into(Request &req, CollArgs args, const CallData &call);
+    // Completes args in place (they are the caller's scratch) and starts the plan.
+    Status start_into(Request &req, CollArgs &args, const CallData &call);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
