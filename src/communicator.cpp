@@ -114,7 +114,10 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Selection sel;
     LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel));
     ++plan_builds_;
-    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(build_program(*sel.algorithm, a, rank()))};
+    Program program = build_program(*sel.algorithm, a, rank());
+    if (a.collective == Collective::alltoall)
+        program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program))};
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
@@ -169,9 +172,9 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
         return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
     std::unique_ptr<Transport> wrapped;
     const int node_ranks = static_cast<int>(node.local_ranks.size());
-    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node),
-                                                      static_cast<size_t>(config_.integer(kParamShmMaxBytes)),
-                                                      &wrapped));
+    const size_t max_bytes =
+        shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
+    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node), max_bytes, &wrapped));
     transport_ = std::move(wrapped);
     shared_memory_ranks_ = node_ranks;
     return LOOM_SUCCESS;

@@ -82,6 +82,7 @@ Status Execution::run_ready() {
                 }
                 ++in_flight_[key];
                 Active a{id, {}};
+                a.handle.ring_limit = p.ring_limit;
                 Status st = s.kind == StepKind::send
                                 ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, s.lane, &a.handle)
                                 : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, &a.handle);

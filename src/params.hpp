@@ -26,6 +26,7 @@ enum ParamId {
     kParamVerbose,
     kParamSharedMemory,
     kParamShmMaxBytes,
+    kParamAlltoallShmMaxBytes,
     kParamTopology,
     kParamCount
 };

@@ -61,6 +61,9 @@ struct Program {
     std::vector<Step> steps;
     std::vector<StepId> deps;  // dependency lists, referenced by Step::first_dep/dep_count
     size_t scratch_count = 0;  // elements of scratch the program needs
+    // Largest message this program sends through shared-memory rings (the
+    // transport's own limit also applies); larger ones take the base transport.
+    size_t ring_limit = SIZE_MAX;
     // Derived by finalize(): who waits on whom (CSR) and the steps with no dependencies.
     std::vector<uint32_t> dependents_begin;
     std::vector<StepId> dependents;

@@ -16,6 +16,10 @@ namespace loom {
 struct TransportHandle {
     alignas(8) unsigned char bytes[16];
     void *layered;
+    // Set by the caller before posting: the largest message a shared-memory
+    // layer may carry through its rings for this operation (the plan's
+    // limit; both sides of a message run the same plan, so they agree).
+    size_t ring_limit = SIZE_MAX;
 };
 
 class Transport {

@@ -106,6 +106,8 @@ for np in 1 2 3 4 5; do
     # 100 bytes through the PML, below through the rings).
     run "$np" "shared memory off" "allreduce=recursive_doubling" --mca coll_loom_shared_memory 0
     [ "$np" -gt 1 ] && run "$np" "shm_max_bytes=100" "allreduce=direct" --mca coll_loom_shm_max_bytes 100
+    # Alltoall blocks of any size through the PML, the others through the rings.
+    [ "$np" -gt 1 ] && run "$np" "alltoall_shm_max_bytes=0" "allreduce=direct" --mca coll_loom_alltoall_shm_max_bytes 0
 done
 
 # Emulated nodes through the component: 4 ranks as 2 nodes and 5 ranks on

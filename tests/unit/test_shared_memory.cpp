@@ -20,9 +20,9 @@ namespace {
 struct Pair {
     InProcessFabric fabric{2};
     std::unique_ptr<Transport> t[2];
-    explicit Pair(size_t max_bytes = 1 << 20) {
+    explicit Pair(size_t max_bytes = 1 << 20, uint32_t cells = 2) {
         ShmGeometry g;
-        g.cells = 2;
+        g.cells = cells;
         g.cell_payload = 16;
         std::unique_ptr<SharedSegment> inbox[2];
         for (auto &i : inbox) {
@@ -86,9 +86,63 @@ TEST(SharedMemoryTransport, MatchesInPostingOrderPerTag) {
     ASSERT_EQ(flag, 0);
     ASSERT_EQ(pair.t[1]->post_recv(got_c.data(), got_c.size(), 0, 5, &r[2]), LOOM_SUCCESS);
     ASSERT_EQ(pair.drive({&s[2]}, {&r[2]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_GE(shm_unexpected_messages(*pair.t[1]), 1u);  // full rings are emptied
     EXPECT_EQ(got_a, a);
     EXPECT_EQ(got_b, b);
     EXPECT_EQ(got_c, c);
+}
+
+// A message sent before its receive stays in the ring while there is room:
+// the receive posted later copies it once, straight from the cells.
+TEST(SharedMemoryTransport, LeavesAnEarlyMessageInTheRingUntilItsReceive) {
+    Pair pair(1 << 20, /*cells=*/8);
+    std::string msg(40, 'e'), got(40, '.');
+    TransportHandle s, r;
+    ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 4, 0, &s), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s}, {}), LOOM_SUCCESS) << last_error_message();  // 3 cells of 8: written whole
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(pair.t[1]->test_many(nullptr, 0, nullptr), LOOM_SUCCESS);
+    EXPECT_EQ(shm_unexpected_messages(*pair.t[1]), 0u);
+    ASSERT_EQ(pair.t[1]->post_recv(got.data(), got.size(), 0, 4, &r), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({}, {&r}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got, msg);
+    EXPECT_EQ(shm_unexpected_messages(*pair.t[1]), 0u);
+}
+
+// A receive waiting behind an unmatched message gets it out of the way.
+TEST(SharedMemoryTransport, TakesOutAnUnmatchedMessageThatBlocksAPostedReceive) {
+    Pair pair(1 << 20, /*cells=*/8);
+    std::string first(20, '1'), second(20, '2'), got1(20, '.'), got2(20, '.');
+    TransportHandle s[2], r[2];
+    ASSERT_EQ(pair.t[0]->post_send(first.data(), first.size(), 1, 1, 0, &s[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(second.data(), second.size(), 1, 2, 0, &s[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got2.data(), got2.size(), 0, 2, &r[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s[0], &s[1]}, {&r[1]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(shm_unexpected_messages(*pair.t[1]), 1u);
+    ASSERT_EQ(pair.t[1]->post_recv(got1.data(), got1.size(), 0, 1, &r[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({}, {&r[0]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got1, first);
+    EXPECT_EQ(got2, second);
+}
+
+// A plan's ring limit (set on the handle by the executor) sends larger
+// messages through the base transport, on both sides alike.
+TEST(SharedMemoryTransport, HonoursThePlansRingLimit) {
+    Pair pair;
+    std::string small(10, 's'), large(40, 'l'), got_small(10, '.'), got_large(40, '.');
+    TransportHandle s[2], r[2];
+    for (TransportHandle *h : {&s[0], &s[1], &r[0], &r[1]}) h->ring_limit = 16;
+    ASSERT_EQ(pair.t[0]->post_send(small.data(), small.size(), 1, 1, 0, &s[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(large.data(), large.size(), 1, 1, 0, &s[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_small.data(), got_small.size(), 0, 1, &r[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_large.data(), got_large.size(), 0, 1, &r[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s[0], &s[1]}, {&r[0], &r[1]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_small, small);
+    EXPECT_EQ(got_large, large);
+    size_t ranks = 0;
+    uint64_t ring_sends = 0, base_sends = 0;
+    ASSERT_TRUE(shm_counts(*pair.t[0], &ranks, &ring_sends, &base_sends));
+    EXPECT_EQ(ring_sends, 1u);
+    EXPECT_EQ(base_sends, 1u);
 }
 
 TEST(SharedMemoryTransport, ZeroByteAndLargerThanMaxMessagesArrive) {
@@ -159,6 +213,21 @@ TEST(SharedMemoryInbox, RemovesInboxesWhoseOwnerDied) {
     EXPECT_GE(shm_remove_stale_inboxes(), 1u);
     EXPECT_NE(SharedSegment::open(shm_inbox_name(key, 0), &seg), LOOM_SUCCESS);
     EXPECT_EQ(SharedSegment::open(shm_inbox_name(key, 1), &seg), LOOM_SUCCESS);
+}
+
+// Rings stay 256 KiB while an inbox fits in 4 MiB, then shrink by halves
+// down to 8 cells; the ring path never takes more than half a ring.
+TEST(SharedMemoryGeometry, RingsShrinkOnLargeNodesAndCarryAtMostHalfARing) {
+    EXPECT_EQ(shm_geometry_for(2).cells, 64u);
+    EXPECT_EQ(shm_geometry_for(16).cells, 64u);
+    EXPECT_EQ(shm_geometry_for(17).cells, 32u);
+    EXPECT_EQ(shm_geometry_for(64).cells, 16u);
+    EXPECT_EQ(shm_geometry_for(1024).cells, 8u);
+    for (size_t n : {2, 16, 17, 64, 1024})
+        EXPECT_LE(n * shm_geometry_for(n).ring_bytes(), std::max<size_t>(4u << 20, n * 8 * 4096)) << n;
+    EXPECT_EQ(shm_ring_message_limit(shm_geometry_for(4), 1u << 20), 128u << 10);
+    EXPECT_EQ(shm_ring_message_limit(shm_geometry_for(64), 1u << 20), 32u << 10);
+    EXPECT_EQ(shm_ring_message_limit(shm_geometry_for(4), 100), 100u);
 }
 
 }  // namespace
