@@ -1,0 +1,131 @@
+// The cost model: its simulation of the executor's programs against
+// closed-form alpha-beta costs, consistency over every algorithm, the
+// parameter string, and the error for plans whose messages do not match.
+#include <gtest/gtest.h>
+
+#include "cost_model.hpp"
+#include "node_map.hpp"
+
+namespace loom {
+namespace {
+
+CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
+    CollArgs a;
+    a.collective = c;
+    a.nranks = p;
+    a.count = count;
+    a.elem_size = elem;
+    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
+    return a;
+}
+
+// Only the shared-memory link costs anything: closed forms are exact.
+CostModel messages_only(double alpha, double gbps) {
+    CostModel m;
+    m.shared_memory = {alpha, 1.0 / (gbps * 1000)};
+    m.intra_node = m.network = m.shared_memory;
+    m.reduce_us_per_byte = m.copy_us_per_byte = 1e-12;
+    m.shm_max_bytes = SIZE_MAX;
+    return m;
+}
+
+double predict(const char *name, const CollArgs &a, const CostModel &m) {
+    const AlgorithmInfo *algo = find_algorithm(a.collective, name);
+    EXPECT_NE(algo, nullptr) << name;
+    double us = -1;
+    EXPECT_EQ(predict_time(*algo, a, m, &us), LOOM_SUCCESS) << last_error_message();
+    return us;
+}
+
+TEST(CostModel, RingAndRecursiveDoublingMatchTheirAlphaBetaCosts) {
+    const CostModel m = messages_only(2.0, 1.0);  // 2 us, 1000 bytes per us
+    for (int p : {2, 4, 5, 8}) {
+        const size_t n = 8000 * static_cast<size_t>(p);  // floats
+        const double block_bytes = 4.0 * n / p;
+        // 2(p-1) rounds of one block each.
+        EXPECT_NEAR(predict("ring", args(Collective::allreduce, p, n), m), 2 * (p - 1) * (2.0 + block_bytes / 1000),
+                    0.01 * 2 * (p - 1) * (2.0 + block_bytes / 1000))
+            << p;
+    }
+    // lg p rounds of the whole vector.
+    EXPECT_NEAR(predict("recursive_doubling", args(Collective::allreduce, 8, 1000), m), 3 * (2.0 + 4.0), 0.05);
+    // One round, p-1 messages queued on the sender's link: alpha + (p-1) n beta.
+    EXPECT_NEAR(predict("direct", args(Collective::allgather, 4, 1000), m), 2.0 + 3 * 4.0, 0.05);
+}
+
+TEST(CostModel, KeepsTrafficInsideNodesWhenTheNetworkIsExpensive) {
+    CostModel m;
+    m.network = {50.0, 1.0 / 100};  // 50 us, 100 MB/s
+    CollArgs a = args(Collective::allreduce, 16, 1 << 18);  // 1 MiB
+    const NodeMap nodes = NodeMap::from_labels({0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
+    a.nodes = &nodes;
+    EXPECT_LT(predict("hier_split", a, m), predict("ring", a, m));
+    EXPECT_LT(predict("hier_split", a, m), predict("recursive_doubling", a, m));
+    // Rails: two lanes carry the inter-node phase in parallel.
+    NodeMap two_rails = nodes;
+    two_rails.rails = 2;
+    CollArgs b = a;
+    b.nodes = &two_rails;
+    EXPECT_LT(predict("hier_split", b, m), predict("hier_split", a, m));
+}
+
+TEST(CostModel, EveryAlgorithmCompletesAndGrowsWithSize) {
+    const CostModel m;
+    const NodeMap nodes = NodeMap::from_labels({0, 0, 1, 1, 2, 2, 2});
+    for (const AlgorithmInfo *algo : all_algorithms()) {
+        for (int p : {1, 2, 3, 7, 16, 17}) {
+            double last = 0;
+            for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(p), size_t{1000}, size_t{100000}}) {
+                CollArgs a = args(algo->collective, p, count);
+                if (p == 7) a.nodes = &nodes;
+                if (!algo->not_applicable(a).empty()) continue;
+                double us = -1;
+                ASSERT_EQ(predict_time(*algo, a, m, &us), LOOM_SUCCESS)
+                    << algo->name << " " << a.describe() << ": " << last_error_message();
+                EXPECT_GE(us + 1e-9, last) << algo->name << " " << a.describe();
+                last = us;
+            }
+        }
+    }
+}
+
+TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
+    CostModel m;
+    ASSERT_EQ(CostModel::parse("net=10us:100Gb/s,shm=500ns:20GB/s,reduce=4GB/s,shm_max=64KiB", &m), LOOM_SUCCESS)
+        << last_error_message();
+    EXPECT_DOUBLE_EQ(m.network.alpha_us, 10);
+    EXPECT_DOUBLE_EQ(m.network.us_per_byte, 1.0 / 12500);
+    EXPECT_DOUBLE_EQ(m.shared_memory.alpha_us, 0.5);
+    EXPECT_DOUBLE_EQ(m.reduce_us_per_byte, 1.0 / 4000);
+    EXPECT_EQ(m.shm_max_bytes, 64u * 1024);
+    CostModel again;
+    ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
+    EXPECT_EQ(again.describe(), m.describe());
+
+    CostModel untouched;
+    EXPECT_EQ(CostModel::parse("net=10us", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("net='10us'"), std::string::npos) << last_error_message();
+    EXPECT_EQ(CostModel::parse("wire=1us:1GB/s", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("unknown key 'wire'"), std::string::npos);
+    EXPECT_EQ(CostModel::parse("copy=fast", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(untouched.describe(), CostModel().describe());  // a failed parse changes nothing
+}
+
+// Rank 0 sends to rank 1, which never receives: the simulation must say so.
+void unmatched_build(const CollArgs &, int rank, ProgramBuilder &b) {
+    if (rank == 0) b.send(1, input_slice(0, 1));
+}
+std::string anywhere(const CollArgs &) { return {}; }
+
+TEST(CostModel, ReportsPlansWhoseMessagesDoNotMatch) {
+    const AlgorithmInfo broken = {Collective::allgather, "broken", "test", "none", anywhere, unmatched_build, false};
+    double us = 0;
+    EXPECT_EQ(predict_time(broken, args(Collective::allgather, 2, 4), CostModel(), &us), LOOM_ERR_INTERNAL);
+    EXPECT_NE(std::string(last_error_message()).find("never find their other side"), std::string::npos)
+        << last_error_message();
+    EXPECT_EQ(predict_time(broken, args(Collective::allgather, kModelMaxRanks + 1, 4), CostModel(), &us),
+              LOOM_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace loom
