@@ -4,7 +4,7 @@
 set -eu
 PACKAGES="autoconf automake libtool make g++ pkg-config
 openmpi-bin libopenmpi-dev libhwloc-dev hwloc libucx-dev libgtest-dev
-man-db groff-base gnuplot-nox procps iproute2 util-linux"
+man-db groff-base gnuplot-nox procps iproute2 util-linux nlohmann-json3-dev"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

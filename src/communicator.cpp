@@ -1,5 +1,7 @@
 #include "communicator.hpp"
 
+#include "call_spec.hpp"
+
 #include <sched.h>
 
 #include <cstdio>
@@ -114,7 +116,9 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Selection sel;
     LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel));
     ++plan_builds_;
-    Program program = build_program(*sel.algorithm, a, rank());
+    CollArgs tuned = a;
+    sel.apply_knobs(&tuned);  // a rule's segment size, radix ...
+    Program program = build_program(*sel.algorithm, tuned, rank());
     if (a.collective == Collective::alltoall)
         program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program))};
@@ -134,9 +138,7 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.nranks = size();
     args.elem_size = datatype_info(type)->size;
     args.in_place = in_place;
-    args.segment_bytes = static_cast<size_t>(config_.integer(kParamSegmentSize));
-    args.radix = static_cast<int>(config_.integer(kParamKnomialRadix));
-    args.max_outstanding = static_cast<int>(config_.integer(kParamAlltoallMaxOutstanding));
+    knobs_from_config(config_, &args);
     args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
     args.nodes = &nodes_;
 }
@@ -189,11 +191,10 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     const int ci = static_cast<int>(args.collective);
     last_algorithm_[ci] = plan->algorithm->name;
     const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 2 || (verbose >= 1 && !reported_[ci] && rank() == 0)) {
+    if (verbose >= 1 && rank() == 0) explain_once(args);
+    if (verbose >= 2)
         std::fprintf(stderr, "loom[%d]: %s -> %s (%s)\n", rank(), args.describe().c_str(), plan->algorithm->name,
                      plan->why.c_str());
-        reported_[ci] = true;
-    }
 
     req.comm_ = this;
     req.finished_ = false;
@@ -226,6 +227,18 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     LOOM_RETURN_IF_ERROR(req.execution_->start());
     active_.push_back(&req);
     return LOOM_SUCCESS;
+}
+
+void Communicator::explain_once(const CollArgs &args) {
+    // One line per collective and power-of-two size bucket: what was chosen,
+    // why, what the model predicts for it and for the runners-up.
+    const size_t bytes = message_bytes(args);
+    int bucket = -1;
+    for (size_t b = bytes; b; b >>= 1) ++bucket;
+    if (!explained_.insert({static_cast<int>(args.collective), bucket}).second) return;
+    Explanation e;
+    if (explain_selection(config_, args, &e) == LOOM_SUCCESS)
+        std::fprintf(stderr, "loom: %s\n", explanation_line(args, e).c_str());
 }
 
 Status Communicator::run(CollArgs args, const CallData &call) {

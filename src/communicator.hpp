@@ -4,6 +4,7 @@
 #pragma once
 #include <list>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -87,7 +88,8 @@ class Communicator {
     Config config_;
     uint32_t next_tag_ = 0;
     const char *last_algorithm_[kCollectiveCount] = {};
-    bool reported_[kCollectiveCount] = {};
+    std::set<std::pair<int, int>> explained_;  // (collective, size bucket) already explained
+    void explain_once(const CollArgs &args);
     // What a call's plan depends on. The parameters enter through their
     // generation, so changing one never reuses a stale choice.
     struct PlanKey {

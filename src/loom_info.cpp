@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "algorithm.hpp"
+#include "call_spec.hpp"
 #include "datatype.hpp"
 #include "loom.h"
 #include "machine.hpp"
 #include "params.hpp"
+#include "selector.hpp"
 
 using namespace loom;
 
@@ -23,8 +25,11 @@ namespace {
 void usage(FILE *f) {
     std::fprintf(f,
                  "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
+                 "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place]\"\n"
                  "With no option, prints everything but the topology. --topology runs under mpirun\n"
-                 "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). See loom-info(1).\n");
+                 "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). --explain says\n"
+                 "which algorithm Loom would choose for such a call and why, with the cost model's\n"
+                 "prediction for every algorithm (LOOM_* parameters and LOOM_RULES_FILE apply). See loom-info(1).\n");
 }
 
 void print_algorithms() {
@@ -45,6 +50,8 @@ const char *type_name(ParamType t) {
         case ParamType::size: return "size";
         case ParamType::integer: return "integer";
         case ParamType::topology: return "topology";
+        case ParamType::cost_model: return "cost model";
+        case ParamType::path: return "path";
     }
     return "?";
 }
@@ -59,8 +66,13 @@ void print_params() {
             std::printf("      values: auto, %s\n", algorithm_names(s.collective).c_str());
         else if (s.type == ParamType::size || s.type == ParamType::integer)
             std::printf("      range: [%lld, %lld]\n", s.min_value, s.max_value);
-        else
+        else if (s.type == ParamType::topology)
             std::printf("      form: nodes=N[,rails=R] or a node label per rank[;rails=R]\n");
+        else if (s.type == ParamType::cost_model)
+            std::printf("      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH), reduce, copy "
+                        "(BANDWIDTH), shm_max (size)\n");
+        else
+            std::printf("      form: a file path (see loom-rules(5))\n");
     }
 }
 
@@ -123,11 +135,36 @@ int print_topology(int argc, char **argv) {
     return 0;
 }
 
+// The same selection and explanation a communicator logs at verbose 1.
+int explain(const char *text) {
+    Config config;
+    CallSpec spec;
+    if (config.load_environment() != LOOM_SUCCESS || parse_call_spec(text, config, &spec) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: %s\n", last_error_message());
+        return 2;
+    }
+    Explanation e;
+    if (explain_selection(config, spec.args, &e) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: %s\n", last_error_message());
+        return 1;
+    }
+    std::fputs(format_explanation(spec.args, e).c_str(), stdout);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; ++i)
+    for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "-t") || !std::strcmp(argv[i], "--topology")) return print_topology(argc, argv);
+        if (!std::strcmp(argv[i], "-e") || !std::strcmp(argv[i], "--explain")) {
+            if (i + 1 >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            return explain(argv[i + 1]);
+        }
+    }
     bool algorithms = false, params = false, datatypes = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "algorithm.hpp"
+#include "cost_model.hpp"
 #include "node_map.hpp"
 
 namespace loom {
@@ -48,6 +49,15 @@ const std::vector<ParamSpec> &param_table() {
          "buffers between Loom's alltoalls: alternating with them, ring copies of 16-128 KiB blocks were measured "
          "up to 2.7x slower",
          0, 1LL << 30, Collective::alltoall},
+        {kParamRulesFile, "rules_file", ParamType::path, "", 4,
+         "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
+         "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
+         0, 0, Collective::allreduce},
+        {kParamCostModel, "cost_model", ParamType::cost_model, "", 5,
+         "Cost model parameters, e.g. \"shm=1us:8GB/s,intra=3us:10GB/s,net=5us:1.25GB/s,reduce=8GB/s,copy=16GB/s,"
+         "shm_max=128KiB\" (any subset; empty: the rules file's model, else these defaults). Used by explain and "
+         "where no rule decides",
+         0, 0, Collective::allreduce},
         {kParamTopology, "topology", ParamType::topology, "", 4,
          "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
          "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
@@ -123,6 +133,14 @@ Status Config::set(const std::string &name, const std::string &value) {
                                 (spec->type == ParamType::size ? "a size" : "an integer") + " in [" +
                                 std::to_string(spec->min_value) + ", " + std::to_string(spec->max_value) + "]");
             values_[spec->id] = v;
+            break;
+        }
+        case ParamType::path:
+            break;  // read when selection first needs it: an unreadable file is reported and ignored there
+        case ParamType::cost_model: {
+            CostModel m;
+            if (CostModel::parse(value, &m) != LOOM_SUCCESS)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "parameter " + name + ": " + last_error_message());
             break;
         }
         case ParamType::topology: {

@@ -11,7 +11,7 @@
 
 namespace loom {
 
-enum class ParamType { algorithm, size, integer, topology };
+enum class ParamType { algorithm, size, integer, topology, cost_model, path };
 
 enum ParamId {
     kParamAllreduceAlgorithm,
@@ -28,6 +28,8 @@ enum ParamId {
     kParamShmMaxBytes,
     kParamAlltoallShmMaxBytes,
     kParamTopology,
+    kParamRulesFile,
+    kParamCostModel,
     kParamCount
 };
 

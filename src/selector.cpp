@@ -1,5 +1,8 @@
 #include "selector.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "fold.hpp"
 #include "node_map.hpp"
 
@@ -141,6 +144,29 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
     return {};
 }
 
+void Selection::apply_knobs(CollArgs *a) const {
+    if (segment_bytes) a->segment_bytes = *segment_bytes;
+    if (radix) a->radix = *radix;
+    if (max_outstanding) a->max_outstanding = *max_outstanding;
+}
+
+std::shared_ptr<const RuleSet> rules_for(const Config &config) {
+    const std::string &path = config.raw(kParamRulesFile);
+    if (path.empty()) return std::make_shared<const RuleSet>();
+    return rules_for_path(path);
+}
+
+CostModel model_for(const Config &config) {
+    CostModel m;
+    const std::string &text = config.raw(kParamCostModel);
+    if (!text.empty()) {
+        (void)CostModel::parse(text, &m);  // validated when the parameter was set
+        return m;
+    }
+    const auto rules = rules_for(config);
+    return rules->model ? *rules->model : m;
+}
+
 Status select_algorithm(const Config &config, const CollArgs &args, Selection *out) {
     const Collective c = args.collective;
     const std::string &forced = config.forced_algorithm(c);
@@ -155,32 +181,135 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
                                                                "' (forced) cannot run " + args.describe() + ": " +
                                                                why_not + "; unset it or choose another of: " +
                                                                algorithm_names(c));
+        *out = Selection{};
         out->algorithm = algo;
         out->why = "forced";
         return LOOM_SUCCESS;
     }
-    return default_selection(args, out);
+    const auto rules = rules_for(config);
+    for (const Rule *r = match_rule(*rules, args); r; r = match_rule(*rules, args, r->index + 1)) {
+        Selection s;
+        s.algorithm = find_algorithm(c, r->algorithm);
+        s.segment_bytes = r->segment_bytes;
+        s.radix = r->radix;
+        s.max_outstanding = r->max_outstanding;
+        CollArgs tuned = args;
+        s.apply_knobs(&tuned);
+        if (!s.algorithm || !s.algorithm->not_applicable(tuned).empty()) continue;  // the next matching rule
+        s.why = "rule " + std::to_string(r->index) + " of " + rules->path;
+        *out = std::move(s);
+        return LOOM_SUCCESS;
+    }
+    return default_selection(args, out, model_for(config));
 }
 
-Status default_selection(const CollArgs &args, Selection *out) {
+Status default_selection(const CollArgs &args, Selection *out, const CostModel &model) {
     const Collective c = args.collective;
     std::string why;
+    *out = Selection{};
     for (const char *name : default_preference(args, &why)) {
         const AlgorithmInfo *algo = find_algorithm(c, name);
         if (algo && algo->not_applicable(args).empty()) {
             out->algorithm = algo;
-            out->why = "default rule: " + why;
+            out->why = "built-in rule: " + why;
             return LOOM_SUCCESS;
         }
     }
-    for (const AlgorithmInfo *algo : algorithms_for(c)) {  // nothing preferred applies: first that does
-        if (algo->not_applicable(args).empty()) {
+    // Nothing the built-in rules prefer can run the call: the model's fastest.
+    double best = -1;
+    for (const AlgorithmInfo *algo : algorithms_for(c)) {
+        if (!algo->not_applicable(args).empty()) continue;
+        double us = -1;
+        if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;
+        if (!out->algorithm || (us >= 0 && (best < 0 || us < best))) {
             out->algorithm = algo;
-            out->why = "first applicable";
-            return LOOM_SUCCESS;
+            best = us;
         }
     }
-    return fail(LOOM_ERR_INTERNAL, std::string("no ") + collective_name(c) + " algorithm applies to " + args.describe());
+    if (!out->algorithm)
+        return fail(LOOM_ERR_INTERNAL, std::string("no ") + collective_name(c) + " algorithm applies to " + args.describe());
+    char text[96];
+    std::snprintf(text, sizeof text, "model: fastest applicable, %.1f us predicted", best);
+    out->why = best >= 0 ? text : "first applicable (no model prediction)";
+    return LOOM_SUCCESS;
+}
+
+std::string call_text(const CollArgs &a) {
+    std::string s = std::string(collective_name(a.collective)) + " " + bytes_text(message_bytes(a)) + " on " +
+                    std::to_string(a.nranks) + (a.nranks == 1 ? " rank" : " ranks");
+    if (a.nodes && a.nodes->nranks() == a.nranks && a.nodes->nodes() > 1) {
+        s += " (" + std::to_string(a.nodes->nodes()) + " nodes x " +
+             (a.nodes->uniform() ? "" : "up to ") + std::to_string(a.nodes->max_ranks_per_node());
+        if (a.nodes->rails > 1) s += ", " + std::to_string(a.nodes->rails) + " rails";
+        s += ")";
+    } else if (a.single_node) {
+        s += " (one node)";
+    }
+    return s;
+}
+
+Status explain_selection(const Config &config, const CollArgs &args, Explanation *out) {
+    Explanation e;
+    LOOM_RETURN_IF_ERROR(select_algorithm(config, args, &e.selection));
+    const CostModel model = model_for(config);
+    e.model = model.describe();
+    std::vector<Prediction> predicted, others;
+    for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
+        Prediction p;
+        p.algorithm = algo;
+        CollArgs a = args;
+        if (algo == e.selection.algorithm) e.selection.apply_knobs(&a);
+        p.not_applicable = algo->not_applicable(a);
+        if (p.not_applicable.empty()) {
+            if (predict_time(*algo, a, model, &p.us) != LOOM_SUCCESS) {
+                p.us = -1;
+                p.not_applicable = std::string("no prediction: ") + last_error_message();
+            }
+        }
+        if (algo == e.selection.algorithm) e.predicted_us = p.us;
+        (p.us >= 0 ? predicted : others).push_back(std::move(p));
+    }
+    std::stable_sort(predicted.begin(), predicted.end(),
+                     [](const Prediction &x, const Prediction &y) { return x.us < y.us; });
+    e.candidates = std::move(predicted);
+    e.candidates.insert(e.candidates.end(), others.begin(), others.end());
+    *out = std::move(e);
+    return LOOM_SUCCESS;
+}
+
+std::string format_explanation(const CollArgs &args, const Explanation &e) {
+    std::string s = call_text(args) + "\n";
+    s += "  chosen: " + std::string(e.selection.algorithm->name) + " (" + e.selection.why + ")\n";
+    s += "  model: " + e.model + "\n";
+    const double best = !e.candidates.empty() ? e.candidates.front().us : -1;
+    for (const Prediction &p : e.candidates) {
+        char line[160];
+        if (p.us >= 0) {
+            std::snprintf(line, sizeof line, "  %-22s %12.1f us  %+7.1f%%%s\n", p.algorithm->name, p.us,
+                          best > 0 ? 100 * (p.us / best - 1) : 0.0,
+                          p.algorithm == e.selection.algorithm ? "  <- chosen" : "");
+            s += line;
+        } else {
+            std::snprintf(line, sizeof line, "  %-22s %12s     ", p.algorithm->name, "-");
+            s += line + p.not_applicable + "\n";
+        }
+    }
+    return s;
+}
+
+std::string explanation_line(const CollArgs &args, const Explanation &e) {
+    char head[64];
+    std::snprintf(head, sizeof head, ", predicted %.1f us", e.predicted_us);
+    std::string s = call_text(args) + ": " + e.selection.algorithm->name + " (" + e.selection.why + ")" +
+                    (e.predicted_us >= 0 ? head : "");
+    std::string runners;
+    for (const Prediction &p : e.candidates) {
+        if (p.algorithm == e.selection.algorithm || p.us < 0) continue;
+        char item[64];
+        std::snprintf(item, sizeof item, "%s%s %.1f us", runners.empty() ? "" : ", ", p.algorithm->name, p.us);
+        runners += item;
+    }
+    return runners.empty() ? s : s + "; runners-up: " + runners;
 }
 
 }  // namespace loom

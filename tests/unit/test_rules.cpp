@@ -1,0 +1,213 @@
+// Rules files (validation, matching, authority over the built-in rules) and
+// the explanation of a choice, offline and by a communicator.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "call_spec.hpp"
+#include "communicator.hpp"
+#include "node_map.hpp"
+#include "rules.hpp"
+#include "selector.hpp"
+#include "transport_inprocess.hpp"
+
+namespace loom {
+namespace {
+
+CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
+    CollArgs a;
+    a.collective = c;
+    a.nranks = p;
+    a.count = count;
+    a.elem_size = elem;
+    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
+    return a;
+}
+
+std::string write_file(const std::string &text) {
+    char path[] = "/tmp/loom-rules-XXXXXX";
+    const int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    std::ofstream(path) << text;
+    return path;
+}
+
+// The error of parsing `text`, "" when it parsed.
+std::string error_of(const std::string &text) {
+    RuleSet set;
+    return parse_rules(text, "r.json", &set) == LOOM_SUCCESS ? "" : last_error_message();
+}
+
+TEST(Rules, ValidationNamesTheFileTheEntryAndTheField) {
+    EXPECT_EQ(error_of(R"({"rules": [{"collective": "allreduce", "bytes": [0, "4KiB"], "algorithm": "direct"}]})"), "");
+    const struct {
+        const char *text, *expected;
+    } bad[] = {
+        {"{", "r.json: not valid JSON"},
+        {"[]", "r.json: the top level must be an object"},
+        {R"({"rule": []})", "unknown top-level field 'rule'"},
+        {R"({"rules": {}})", "field 'rules' must be a list"},
+        {R"({"rules": [{"algorithm": "ring"}]})", "rule 0: field 'collective': required"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring"},
+                       {"collective": "allreduce", "algorithm": "hyperring"}]})",
+         "r.json: rule 1: field 'algorithm': allreduce has no algorithm 'hyperring'"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "bytes": [10, 2]}]})",
+         "rule 0: field 'bytes': max 2 is below min 10"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "bytes": "lots"}]})",
+         "rule 0: field 'bytes': 'lots' is not a size"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "ppn": -1}]})",
+         "rule 0: field 'ppn': must not be negative"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "colour": 1}]})",
+         "rule 0: field 'colour': unknown"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "recursive_multiplying", "radix": 1}]})",
+         "rule 0: field 'radix': must be in [2, 64]"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "memory": "gpu"}]})",
+         "rule 0: field 'memory'"},
+        {R"({"model": "net=fast", "rules": []})", "r.json: field 'model': cost model: net='fast'"},
+    };
+    for (const auto &b : bad) {
+        const std::string err = error_of(b.text);
+        EXPECT_NE(err.find(b.expected), std::string::npos) << b.text << "\n  gave: " << err;
+    }
+}
+
+TEST(Rules, AnInvalidFileIsReportedAndIgnored) {
+    const std::string path = write_file(R"({"rules": [{"collective": "allreduce", "algorithm": "nope"}]})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    testing::internal::CaptureStderr();
+    Selection s;
+    ASSERT_EQ(select_algorithm(config, args(Collective::allreduce, 4, 2), &s), LOOM_SUCCESS);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("ignoring the rules file: " + path + ": rule 0: field 'algorithm'"), std::string::npos) << err;
+    EXPECT_EQ(s.why.rfind("built-in rule", 0), 0u) << s.why;
+    Config missing;
+    ASSERT_EQ(missing.set("rules_file", "/nonexistent/rules.json"), LOOM_SUCCESS);
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(select_algorithm(missing, args(Collective::allreduce, 4, 2), &s), LOOM_SUCCESS);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("cannot be read"), std::string::npos);
+    std::remove(path.c_str());
+}
+
+TEST(Rules, ForcedBeatsRulesWhichBeatTheBuiltInOnes) {
+    const std::string path = write_file(R"({
+      "rules": [
+        {"collective": "allgather", "bytes": [0, 1024], "algorithm": "recursive_doubling"},
+        {"collective": "allgather", "bytes": [0, 1024], "comm_size": [2, 64], "algorithm": "ring",
+         "segment_size": "8KiB"},
+        {"collective": "allreduce", "nodes": [2, null], "ppn": 2, "algorithm": "hier_leader"},
+        {"collective": "allreduce", "memory": "device", "algorithm": "ring"}
+      ]})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    Selection s;
+    // Rule 0 matches 8 ranks; on 6 ranks recursive doubling cannot run: rule 1.
+    ASSERT_EQ(select_algorithm(config, args(Collective::allgather, 8, 16), &s), LOOM_SUCCESS);
+    EXPECT_STREQ(s.algorithm->name, "recursive_doubling");
+    EXPECT_EQ(s.why, "rule 0 of " + path);
+    ASSERT_EQ(select_algorithm(config, args(Collective::allgather, 6, 16), &s), LOOM_SUCCESS);
+    EXPECT_STREQ(s.algorithm->name, "ring");
+    EXPECT_EQ(s.why, "rule 1 of " + path);
+    ASSERT_TRUE(s.segment_bytes.has_value());
+    EXPECT_EQ(*s.segment_bytes, 8192u);
+    // Above 1 KiB no rule matches: the built-in rules decide.
+    ASSERT_EQ(select_algorithm(config, args(Collective::allgather, 6, 1 << 20), &s), LOOM_SUCCESS);
+    EXPECT_EQ(s.why.rfind("built-in rule", 0), 0u) << s.why;
+    // Node shape: 3 nodes of 2 ranks match rule 2, one node does not; device rules never match host calls.
+    CollArgs a = args(Collective::allreduce, 6, 1 << 16);
+    const NodeMap three = NodeMap::from_labels({0, 0, 1, 1, 2, 2});
+    a.nodes = &three;
+    ASSERT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS);
+    EXPECT_STREQ(s.algorithm->name, "hier_leader");
+    a.nodes = nullptr;
+    ASSERT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS);
+    EXPECT_STRNE(s.algorithm->name, "hier_leader");
+    EXPECT_STRNE(s.algorithm->name, "ring");
+    // A forced name outranks every rule.
+    ASSERT_EQ(config.set("allgather_algorithm", "bruck"), LOOM_SUCCESS);
+    ASSERT_EQ(select_algorithm(config, args(Collective::allgather, 8, 16), &s), LOOM_SUCCESS);
+    EXPECT_STREQ(s.algorithm->name, "bruck");
+    EXPECT_EQ(s.why, "forced");
+    std::remove(path.c_str());
+}
+
+TEST(Rules, TheFilesModelPricesTheCandidatesUnlessTheParameterIsSet) {
+    const std::string path = write_file(R"({"model": "net=50us:1GB/s", "rules": []})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    EXPECT_DOUBLE_EQ(model_for(config).network.alpha_us, 50);
+    ASSERT_EQ(config.set("cost_model", "net=7us:1GB/s"), LOOM_SUCCESS);
+    EXPECT_DOUBLE_EQ(model_for(config).network.alpha_us, 7);
+    EXPECT_EQ(config.set("cost_model", "net=7us"), LOOM_ERR_INVALID_PARAMETER_VALUE);
+    std::remove(path.c_str());
+}
+
+TEST(Explain, RanksEveryAlgorithmAndAgreesWithTheModel) {
+    Config config;
+    CallSpec spec;
+    ASSERT_EQ(parse_call_spec("allreduce 1MiB nodes=4 ppn=2", config, &spec), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(spec.args.nranks, 8);
+    EXPECT_EQ(spec.args.count, 262144u);
+    EXPECT_EQ(spec.args.nodes->nodes(), 4);
+    Explanation e;
+    ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+    EXPECT_EQ(e.candidates.size(), algorithms_for(Collective::allreduce).size());
+    double own = -1;
+    ASSERT_EQ(predict_time(*e.selection.algorithm, spec.args, model_for(config), &own), LOOM_SUCCESS);
+    EXPECT_DOUBLE_EQ(e.predicted_us, own);
+    for (size_t i = 1; i < e.candidates.size(); ++i) {
+        if (e.candidates[i].us >= 0) EXPECT_LE(e.candidates[i - 1].us, e.candidates[i].us);
+    }
+    const std::string table = format_explanation(spec.args, e);
+    EXPECT_NE(table.find("allreduce 1 MiB on 8 ranks (4 nodes x 2)"), std::string::npos) << table;
+    EXPECT_NE(table.find("<- chosen"), std::string::npos) << table;
+    EXPECT_NE(explanation_line(spec.args, e).find("runners-up"), std::string::npos);
+
+    for (const char *bad : {"allscatter 1MiB", "allreduce big", "allreduce 1MiB nodes=0", "allreduce 1MiB colour=red",
+                            "allreduce 1MiB nodes=4 ppn=2 np=9"})
+        EXPECT_EQ(parse_call_spec(bad, config, &spec), LOOM_ERR_INVALID_ARGUMENT) << bad;
+}
+
+// loom-info --explain answers what a communicator of that shape chooses.
+TEST(Explain, OfflineAnswerMatchesACommunicatorsChoice) {
+    const std::string path = write_file(R"({"rules": [
+        {"collective": "alltoall", "bytes": [1024, 4096], "algorithm": "bruck"}]})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    ASSERT_EQ(config.set("reduce_scatter_algorithm", "ring"), LOOM_SUCCESS);
+    InProcessFabric fabric(4);
+    Communicator comm(fabric.endpoint(0), config);
+    ASSERT_EQ(comm.set_nodes(NodeMap::from_labels({0, 0, 1, 1})), LOOM_SUCCESS);
+    const struct {
+        Collective c;
+        const char *spec;
+        size_t count;
+    } calls[] = {
+        {Collective::allreduce, "allreduce 1MiB nodes=2 ppn=2", 262144},
+        {Collective::allreduce, "allreduce 64 nodes=2 ppn=2", 16},
+        {Collective::alltoall, "alltoall 2KiB nodes=2 ppn=2", 512},
+        {Collective::alltoall, "alltoall 64KiB nodes=2 ppn=2", 16384},
+        {Collective::reduce_scatter, "reduce_scatter 64KiB nodes=2 ppn=2", 4096},
+        {Collective::allgather, "allgather 256 nodes=2 ppn=2", 64},
+    };
+    for (const auto &call : calls) {
+        CollArgs a;
+        a.collective = call.c;
+        a.count = call.count;
+        if (call.c == Collective::reduce_scatter) a.recv_counts.assign(4, call.count);
+        const char *online = nullptr;
+        ASSERT_EQ(comm.prepare(a, LOOM_FLOAT, false, &online), LOOM_SUCCESS) << last_error_message();
+        CallSpec spec;
+        ASSERT_EQ(parse_call_spec(call.spec, config, &spec), LOOM_SUCCESS) << last_error_message();
+        Explanation e;
+        ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+        EXPECT_STREQ(e.selection.algorithm->name, online) << call.spec;
+    }
+    std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace loom
