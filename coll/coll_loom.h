@@ -93,6 +93,7 @@ typedef struct mca_coll_loom_module_t {
     loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
     int *node_labels;                   /* per rank of comm: equal for ranks of one node */
     int64_t *counts64;                  /* reduce_scatter's counts for libloom, one per rank */
+    char **applied;                     /* per parameter changeable at run time: the value libloom has */
     int rails;
     enum coll_loom_state state;
     bool previous_saved;
@@ -117,7 +118,16 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *com
 int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
 /* True when enable set Loom up on the module's communicator (on every rank
  * alike); false only after a local failure, reported when it happened. */
-static inline bool mca_coll_loom_usable(const mca_coll_loom_module_t *m) { return m->state == COLL_LOOM_READY; }
+/* Parameters changed through MPI_T since the last call go to libloom first,
+ * so they apply from this call on. */
+void mca_coll_loom_sync_params(mca_coll_loom_module_t *m);
+/* False for the parameters libloom reads only when a communicator is set up. */
+bool mca_coll_loom_param_is_runtime(const char *name);
+static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
+    if (m->state != COLL_LOOM_READY) return false;
+    mca_coll_loom_sync_params(m);
+    return true;
+}
 
 /* Argument checks shared by every form: true when Loom can take the call,
  * else *why says what goes to the module below. */

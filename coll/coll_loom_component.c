@@ -134,8 +134,14 @@ static int loom_register(void) {
         if (loom_param_info(i, &name, &def, &help, &level) != LOOM_SUCCESS) continue;
         if (!strcmp(name, "verbose")) continue; /* coll_loom_verbose above covers it */
         mca_coll_loom_component.param_values[i] = (char *)def;
-        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
-                                              (mca_base_var_info_lvl_t)(level - 1), MCA_BASE_VAR_SCOPE_READONLY,
+        /* Writable through MPI_T (MPI_T_cvar_write) unless libloom reads
+         * it only when a communicator is set up; a write applies from the
+         * next collective call on each communicator. */
+        const bool runtime = mca_coll_loom_param_is_runtime(name);
+        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0,
+                                              runtime ? MCA_BASE_VAR_FLAG_SETTABLE : 0,
+                                              (mca_base_var_info_lvl_t)(level - 1),
+                                              runtime ? MCA_BASE_VAR_SCOPE_ALL : MCA_BASE_VAR_SCOPE_READONLY,
                                               &mca_coll_loom_component.param_values[i]);
     }
     return OMPI_SUCCESS;

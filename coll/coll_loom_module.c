@@ -49,10 +49,45 @@ static void module_destruct(mca_coll_loom_module_t *m) {
     if (m->shm_inbox) loom_shm_inbox_free(&m->shm_inbox);
     free(m->node_labels);
     free(m->counts64);
+    if (m->applied)
+        for (int i = 0; i < mca_coll_loom_component.param_count; ++i) free(m->applied[i]);
+    free(m->applied);
     release_previous(m);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_construct, module_destruct);
+
+bool mca_coll_loom_param_is_runtime(const char *name) {
+    /* Read when the communicator is set up (inboxes, node map), so fixed after. */
+    static const char *const at_setup[] = {"shared_memory", "shm_max_bytes", "topology", "verbose"};
+    for (size_t i = 0; i < sizeof at_setup / sizeof at_setup[0]; ++i)
+        if (!strcmp(name, at_setup[i])) return false;
+    return true;
+}
+
+void mca_coll_loom_sync_params(mca_coll_loom_module_t *m) {
+    if (!m->applied) return;
+    /* Compared by content: Open MPI frees the old string when MPI_T writes
+     * a new one, and the new one may land at the same address. A dozen
+     * short strcmp per call. */
+    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
+        const char *now = mca_coll_loom_component.param_values[i];
+        if (!m->applied[i] || !now || !strcmp(now, m->applied[i])) continue;
+        const char *name;
+        if (loom_param_info(i, &name, NULL, NULL, NULL) != LOOM_SUCCESS) continue;
+        if (loom_comm_set_param(m->loom, name, now) != LOOM_SUCCESS) {
+            if (ompi_comm_rank(m->comm) == 0)
+                fprintf(stderr, "coll/loom: coll_loom_%s = '%s' set through MPI_T: %s; keeping '%s'\n", name, now,
+                        loom_last_error(), m->applied[i]);
+        }
+        /* Remembered either way, so a bad value is reported once. */
+        char *copy = strdup(now);
+        if (copy) {
+            free(m->applied[i]);
+            m->applied[i] = copy;
+        }
+    }
+}
 
 #define SAVE_PREVIOUS(m, comm, slot)                                   \
     do {                                                               \
@@ -85,6 +120,15 @@ static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) 
         if (!value || loom_param_info(i, &name, &def, NULL, NULL) != LOOM_SUCCESS || !strcmp(value, def)) continue;
         if (loom_comm_set_param(m->loom, name, value) != LOOM_SUCCESS && ompi_comm_rank(comm) == 0)
             fprintf(stderr, "coll/loom: coll_loom_%s: %s; using %s\n", name, loom_last_error(), def);
+    }
+    /* What libloom has of each parameter that MPI_T may change later. */
+    m->applied = calloc((size_t)mca_coll_loom_component.param_count, sizeof(char *));
+    for (int i = 0; m->applied && i < mca_coll_loom_component.param_count; ++i) {
+        const char *name;
+        if (loom_param_info(i, &name, NULL, NULL, NULL) != LOOM_SUCCESS || !mca_coll_loom_param_is_runtime(name) ||
+            !mca_coll_loom_component.param_values[i])
+            continue;
+        m->applied[i] = strdup(mca_coll_loom_component.param_values[i]);
     }
     if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
     if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");

@@ -35,7 +35,7 @@ run() {
     shift 3
     if ! timeout 300 "$MPIEXEC" --oversubscribe -np "$np" \
         --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
-        --mca coll_loom_priority 100 --mca coll_loom_stats 1 "$@" "$build/tests/mpi/test_component" >"$log" 2>&1; then
+        --mca coll_loom_priority 100 --mca coll_loom_stats 1 "$@" "$build/tests/mpi/${program:-test_component}" >"$log" 2>&1; then
         echo "FAIL: test_component np=$np $label"
         tail -20 "$log"
         status=1
@@ -133,6 +133,24 @@ done
 run 2 "invalid topology nodes=9" "allreduce=direct allgather=direct" --mca coll_loom_topology nodes=9
 grep -q "coll_loom_topology: topology 'nodes=9'" "$log" ||
     { echo "FAIL: the invalid topology was not reported"; status=1; }
+
+# MPI_T: an allreduce algorithm written with MPI_T_cvar_write applies from
+# the next call (the stats show the default choice and ring); a bad value
+# is reported once and ring kept.
+program=test_mpi_t
+run 3 "MPI_T cvar write" "allreduce=direct allreduce=ring"
+program=
+grep -q "coll_loom_allreduce_algorithm = 'no_such_algorithm' set through MPI_T" "$log" ||
+    { echo "FAIL: the bad MPI_T value was not reported"; status=1; }
+
+# A rules file through coll_loom_rules_file decides, and verbose 1 explains
+# the choice with the model's runners-up.
+rules=$(mktemp)
+printf '{"rules": [{"collective": "allgather", "bytes": [0, 65536], "algorithm": "ring"}]}\n' >"$rules"
+run 3 "rules file" "allgather=ring" --mca coll_loom_rules_file "$rules" --mca coll_loom_verbose 1
+grep -q "^loom: allgather .*: ring (rule 0 of $rules), predicted .* us; runners-up: " "$log" ||
+    { echo "FAIL: verbose 1 did not explain the rules file's choice"; grep "^loom:" "$log" | head -3; status=1; }
+rm -f "$rules"
 
 # A job killed before its ranks ever ran a collective leaves named inboxes
 # (their owners died before the peers mapped them); the next job's first
