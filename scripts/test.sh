@@ -21,8 +21,8 @@ unit_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}.*/\1/p' tests/unit
 unit_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' tests/unit/loom_unit_tests.log 2>/dev/null || echo 0)
 mpi_pass=$(grep -c " 0 failures$\|^PASS: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
 mpi_fail=$(grep -c "^FAIL: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
-# coll/loom: one PASS/FAIL line per mpirun (np x forced algorithms)
-comp_pass=$(grep -c "^PASS: np=" tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
+# coll/loom: one PASS/FAIL line per mpirun (np x forced algorithms) and per tool check
+comp_pass=$(grep -c "^PASS: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
 comp_fail=$(grep -c "^FAIL: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
 # The cluster-in-a-box test: one PASS, or SKIP with its reason where
 # network namespaces are not permitted.

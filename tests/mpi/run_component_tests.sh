@@ -152,6 +152,32 @@ grep -q "^loom: allgather .*: ring (rule 0 of $rules), predicted .* us; runners-
     { echo "FAIL: verbose 1 did not explain the rules file's choice"; grep "^loom:" "$log" | head -3; status=1; }
 rm -f "$rules"
 
+# loom-tune through coll/loom on 3 ranks: recursive_doubling allgather
+# cannot run there, so coll/loom hands its calls back and that run is
+# discarded; the rules file it writes is valid, and loom-info --explain
+# under it chooses the sweep's fastest algorithm.
+tune=$(mktemp -d)
+if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" \
+    -c allgather -m 8:64 -r 2 -n 3 -o "$tune/out" -b "-i 20 -x 2" \
+    --mpirun "$MPIEXEC --oversubscribe --mca mca_base_component_path $(cd "$compdir" && pwd):$ompi_dir" >"$tune/log" 2>&1; then
+    fastest=$(awk -F, '$1 == "allgather" && $3 == 16 { if (best == "" || $4 < best) { best = $4; alg = $2 } } END { print alg }' "$tune/out/sweep.csv")
+    chosen=$(LOOM_RULES_FILE="$tune/out/rules.json" "$build/src/loom-info" --explain "allgather 16 np=3 type=int8" |
+        sed -n 's/^  chosen: \([a-z_]*\) (rule [0-9]* of .*/\1/p')
+    if [ -n "$fastest" ] && [ "$chosen" = "$fastest" ] && ls "$tune"/out/raw/allgather.recursive_doubling.*.handed-back >/dev/null 2>&1 &&
+        ! grep -q "^allgather,recursive_doubling," "$tune/out/sweep.csv" && grep -q "^# quality" "$tune/out/summary.txt"; then
+        echo "PASS: loom-tune (fastest at 16 B: $fastest, chosen by its rules file)"
+    else
+        echo "FAIL: loom-tune: fastest '$fastest', chosen under its rules '$chosen'"
+        cat "$tune/log" "$tune/out/rules.json"
+        status=1
+    fi
+else
+    echo "FAIL: loom-tune"
+    cat "$tune/log"
+    status=1
+fi
+rm -rf "$tune"
+
 # A job killed before its ranks ever ran a collective leaves named inboxes
 # (their owners died before the peers mapped them); the next job's first
 # inbox creation removes those whose owner is gone.

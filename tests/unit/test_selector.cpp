@@ -50,11 +50,18 @@ TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
         return a;
     };
     EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2))), "direct");
-    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1024))), "direct");  // 4 KiB
-    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1025))), "recursive_doubling");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2048))), "direct");  // 8 KiB
+    // Above: reduce-scatter then allgather (hier_split, which needs a node map; without one, rabenseifner).
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2049))), "rabenseifner");
+    CollArgs mapped = one_node(args(Collective::allreduce, 4, 1 << 18));
+    const NodeMap single = NodeMap::single_node(4);
+    mapped.nodes = &single;
+    EXPECT_EQ(chosen(c, mapped), "hier_split");
     EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 9, 2))), "recursive_doubling");  // too many ranks
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 16))), "direct");
-    EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "recursive_doubling");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "direct");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 4096))), "recursive_halving");  // 64 KiB in
+    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 1 << 18))), "scattered");  // 1 MiB blocks
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 8))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 16, 1 << 18))), "ring");
