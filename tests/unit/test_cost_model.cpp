@@ -3,21 +3,13 @@
 // parameter string, and the error for plans whose messages do not match.
 #include <gtest/gtest.h>
 
+#include "call_args.hpp"
+
 #include "cost_model.hpp"
 #include "node_map.hpp"
 
 namespace loom {
 namespace {
-
-CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
-    CollArgs a;
-    a.collective = c;
-    a.nranks = p;
-    a.count = count;
-    a.elem_size = elem;
-    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
-    return a;
-}
 
 // Only the shared-memory link costs anything: closed forms are exact.
 CostModel messages_only(double alpha, double gbps) {

@@ -1,6 +1,8 @@
 // Rules files (validation, matching, authority over the built-in rules) and
 // the explanation of a choice, offline and by a communicator.
 #include <gtest/gtest.h>
+
+#include "call_args.hpp"
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,16 +17,6 @@
 
 namespace loom {
 namespace {
-
-CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
-    CollArgs a;
-    a.collective = c;
-    a.nranks = p;
-    a.count = count;
-    a.elem_size = elem;
-    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
-    return a;
-}
 
 std::string write_file(const std::string &text) {
     char path[] = "/tmp/loom-rules-XXXXXX";

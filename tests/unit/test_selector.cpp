@@ -1,21 +1,13 @@
 // The default selection and the forced-name path, including its errors.
 #include <gtest/gtest.h>
 
+#include "call_args.hpp"
+
 #include "node_map.hpp"
 #include "selector.hpp"
 
 namespace loom {
 namespace {
-
-CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
-    CollArgs a;
-    a.collective = c;
-    a.nranks = p;
-    a.count = count;
-    a.elem_size = elem;
-    if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
-    return a;
-}
 
 std::string chosen(const Config &config, const CollArgs &a) {
     Selection s;
