@@ -18,7 +18,7 @@ static const char *names[] = {"allreduce", "reduce_scatter", "reduce_scatter_blo
 static const char *titles[] = {"Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Allgather",
                                "All-to-All Personalized Exchange"};
 static int size;
-static int *counts; /* MPI_Reduce_scatter's counts, every rank the same block as OSU does */
+static int *counts; /* MPI_Reduce_scatter's counts, every rank the same block as OSU does; set per size */
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -29,10 +29,7 @@ static void call(int c, MPI_Comm comm, char *in, char *out, int bytes) {
     const int block = bytes / size > 0 ? bytes / size : 1;
     switch (c) {
         case ALLREDUCE: MPI_Allreduce(in, out, bytes, MPI_INT8_T, MPI_SUM, comm); break;
-        case REDUCE_SCATTER:
-            for (int r = 0; r < size; ++r) counts[r] = block;
-            MPI_Reduce_scatter(in, out, counts, MPI_INT8_T, MPI_SUM, comm);
-            break;
+        case REDUCE_SCATTER: MPI_Reduce_scatter(in, out, counts, MPI_INT8_T, MPI_SUM, comm); break;
         case REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(in, out, block, MPI_INT8_T, MPI_SUM, comm); break;
         case ALLGATHER: MPI_Allgather(in, bytes, MPI_CHAR, out, bytes, MPI_CHAR, comm); break;
         default: MPI_Alltoall(in, bytes, MPI_CHAR, out, bytes, MPI_CHAR, comm); break;
@@ -100,6 +97,7 @@ int main(int argc, char **argv) {
         }
         for (int bytes = (c == REDUCE_SCATTER || c == REDUCE_SCATTER_BLOCK ? 4 : 1); bytes <= max_bytes; bytes *= 2) {
             if (bytes < min_bytes) continue;
+            for (int r = 0; r < size; ++r) counts[r] = (int)out_bytes(REDUCE_SCATTER, bytes);
             memset(check, 1, out_bytes(c, bytes));
             memset(out, 0, out_bytes(c, bytes));
             call(c, plain, in, check, bytes);

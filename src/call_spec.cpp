@@ -20,7 +20,7 @@ bool read_int(const std::string &v, long long lo, long long hi, long long *out) 
 
 // Element sizes by the names loom-info -d prints (int8 ... double).
 bool element_size(const std::string &name, size_t *out) {
-    for (int t = 0; t < 64; ++t) {
+    for (int t = 0; t < LOOM_DATATYPE_COUNT; ++t) {
         const DatatypeInfo *info = datatype_info(static_cast<loom_datatype_t>(t));
         if (info && name == info->name) {
             *out = info->size;
@@ -67,7 +67,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         else
             return fail(LOOM_ERR_INVALID_ARGUMENT,
                         "explain: unknown word '" + w + "' (known: nodes=N ppn=N np=N rails=N type=NAME in_place)");
-        if (!ok) return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: bad value in '" + w + "'");
+        if (!ok)
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "explain: bad value in '" + w + "'" +
+                            (key == "type" ? " (a datatype name as loom-info -d lists them)" : " (a positive integer)"));
     }
     if (np == 0) np = nodes * (ppn ? ppn : (nodes == 1 ? 4 : 1));
     if (ppn == 0) ppn = (np + nodes - 1) / nodes;
