@@ -50,9 +50,10 @@ std::string bandwidth_text(double us_per_byte) {
 }
 
 std::string link_text(const LinkCost &l) {
-    char b[32];
+    char b[32], o[32];
     std::snprintf(b, sizeof b, "%gus:", l.alpha_us);
-    return b + bandwidth_text(l.us_per_byte);
+    std::snprintf(o, sizeof o, ":%gus", l.overhead_us);
+    return b + bandwidth_text(l.us_per_byte) + o;
 }
 
 // Which link a message takes.
@@ -77,9 +78,13 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
         LinkCost *link = key == "shm" ? &m.shared_memory : key == "intra" ? &m.intra_node : key == "net" ? &m.network : nullptr;
         if (link) {
             const size_t colon = value.find(':');
+            const size_t second = colon == std::string::npos ? colon : value.find(':', colon + 1);
+            const std::string bandwidth =
+                colon == std::string::npos ? "" : value.substr(colon + 1, second == std::string::npos ? second : second - colon - 1);
             if (colon == std::string::npos || !parse_latency(value.substr(0, colon), &link->alpha_us) ||
-                !parse_bandwidth(value.substr(colon + 1), &link->us_per_byte))
-                return bad("LATENCY:BANDWIDTH (e.g. 2us:10GB/s)");
+                !parse_bandwidth(bandwidth, &link->us_per_byte) ||
+                (second != std::string::npos && !parse_latency(value.substr(second + 1), &link->overhead_us)))
+                return bad("LATENCY:BANDWIDTH[:OVERHEAD] (e.g. 2us:10GB/s or 2us:10GB/s:0.5us)");
         } else if (key == "reduce") {
             if (!parse_bandwidth(value, &m.reduce_us_per_byte)) return bad("a bandwidth (e.g. 8GB/s)");
         } else if (key == "copy") {
@@ -105,11 +110,15 @@ std::string CostModel::describe() const {
 
 namespace {
 
+// What an event does to its step.
+enum class Phase { start, take_in, finish };
+
 struct Event {
     double time;
     int rank;
     StepId step;
-    bool completes;  // false: the step becomes ready (is started); true: it finishes
+    Phase phase;  // start: the step becomes ready; take_in: a receive's data is there; finish
+    double overhead_us;  // take_in: the receiving core's time for the message
     uint64_t order;  // ties broken by insertion, so runs are deterministic
     bool operator>(const Event &o) const { return time != o.time ? time > o.time : order > o.order; }
 };
@@ -133,7 +142,8 @@ class Simulation {
         while (!events_.empty()) {
             const Event e = events_.top();
             events_.pop();
-            if (e.completes) complete(e);
+            if (e.phase == Phase::finish) complete(e);
+            else if (e.phase == Phase::take_in) take_in(e);
             else start(e);
         }
         for (int r = 0; r < p_; ++r)
@@ -156,12 +166,31 @@ class Simulation {
         double posted;
         StepId step;
     };
+    struct Arrival {
+        double time;  // when the data is there
+        double overhead_us;
+    };
     struct Channel {  // messages from one rank to another, matched in order
-        std::deque<double> arrivals;  // sends not yet matched: when their data is there
+        std::deque<Arrival> arrivals;  // sends not yet matched
         std::deque<PendingRecv> recvs;
     };
 
-    void push(double t, int r, StepId s, bool completes) { events_.push(Event{t, r, s, completes, order_++}); }
+    void push(double t, int r, StepId s, bool completes) {
+        events_.push(Event{t, r, s, completes ? Phase::finish : Phase::start, 0, order_++});
+    }
+
+    // A matched message whose data is there at `ready`: without overhead the
+    // receive is done then; with it, the receiving core takes it in once
+    // free, decided at `ready` so work the core does before is not delayed.
+    void received(int r, StepId s, double ready, double overhead_us) {
+        if (overhead_us <= 0) return push(ready, r, s, true);
+        events_.push(Event{ready, r, s, Phase::take_in, overhead_us, order_++});
+    }
+
+    void take_in(const Event &e) {
+        cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
+        push(cpu_free_[e.rank], e.rank, e.step, true);
+    }
 
     int node(int r) const { return args_.nodes && args_.nodes->nranks() == p_ ? args_.nodes->node_of[r] : 0; }
 
@@ -201,23 +230,38 @@ class Simulation {
                 const size_t bytes = s.src.count * args_.elem_size;
                 const LinkClass c = link(e.rank, s.peer, bytes);
                 const LinkCost &l = cost(c);
+                // The sender's core hands the message over first.
+                double handed = e.time;
+                if (l.overhead_us > 0) handed = cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + l.overhead_us;
                 // Messages queue on their link: a rank's own copies within a
-                // node, and a node's rail (lane modulo the rails) shared by
-                // all of its ranks across nodes.
+                // node; across nodes, the rail (lane modulo the rails) of
+                // the sending node going out and of the receiving node coming
+                // in, each shared by all ranks of its node, so that many
+                // nodes sending to one (a gather to a leader) queue at it.
                 const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
-                double &link_free = c == kNetwork ? link_free_[{-1 - node(e.rank), 2 + s.lane % rails}]
-                                                  : link_free_[{e.rank, c}];
-                const double begin = std::max(e.time, link_free);
-                link_free = begin + bytes * l.us_per_byte;
-                const double arrival = link_free + l.alpha_us;
+                const double wire = bytes * l.us_per_byte;
+                double arrival;
+                if (c == kNetwork) {
+                    const int rail = s.lane % rails;
+                    double &out = link_free_[{-1 - node(e.rank), 2 * rail}];
+                    double &in = link_free_[{-1 - node(s.peer), 2 * rail + 1}];
+                    const double begin = std::max({handed, out, in});
+                    out = in = begin + wire;
+                    arrival = begin + wire + l.alpha_us;
+                } else {
+                    double &link_free = link_free_[{e.rank, c}];
+                    const double begin = std::max(handed, link_free);
+                    link_free = begin + wire;
+                    arrival = link_free + l.alpha_us;
+                }
                 push(arrival, e.rank, e.step, true);
                 Channel &ch = channels_[{e.rank, s.peer}];
                 if (!ch.recvs.empty()) {
                     const PendingRecv r = ch.recvs.front();
                     ch.recvs.pop_front();
-                    push(std::max(r.posted, arrival), s.peer, r.step, true);
+                    received(s.peer, r.step, std::max(r.posted, arrival), l.overhead_us);
                 } else {
-                    ch.arrivals.push_back(arrival);
+                    ch.arrivals.push_back(Arrival{arrival, l.overhead_us});
                 }
                 break;
             }
@@ -225,8 +269,9 @@ class Simulation {
                 posted(e.rank, e.step, e.time);
                 Channel &ch = channels_[{s.peer, e.rank}];
                 if (!ch.arrivals.empty()) {
-                    push(std::max(e.time, ch.arrivals.front()), e.rank, e.step, true);
+                    const Arrival a = ch.arrivals.front();
                     ch.arrivals.pop_front();
+                    received(e.rank, e.step, std::max(e.time, a.time), a.overhead_us);
                 } else {
                     ch.recvs.push_back(PendingRecv{e.time, e.step});
                 }

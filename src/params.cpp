@@ -54,9 +54,9 @@ const std::vector<ParamSpec> &param_table() {
          "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
          0, 0, Collective::allreduce},
         {kParamCostModel, "cost_model", ParamType::cost_model, "", 5,
-         "Cost model parameters, e.g. \"shm=1us:8GB/s,intra=3us:10GB/s,net=5us:1.25GB/s,reduce=8GB/s,copy=16GB/s,"
-         "shm_max=128KiB\" (any subset; empty: the rules file's model, else these defaults). Used by explain and "
-         "where no rule decides",
+         "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
+         "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
+         "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
          0, 0, Collective::allreduce},
         {kParamTopology, "topology", ParamType::topology, "", 4,
          "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "

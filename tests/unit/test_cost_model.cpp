@@ -90,6 +90,10 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_DOUBLE_EQ(m.shared_memory.alpha_us, 0.5);
     EXPECT_DOUBLE_EQ(m.reduce_us_per_byte, 1.0 / 4000);
     EXPECT_EQ(m.shm_max_bytes, 64u * 1024);
+    EXPECT_DOUBLE_EQ(m.network.overhead_us, CostModel().network.overhead_us);  // left out: kept
+    ASSERT_EQ(CostModel::parse("net=40us:25MB/s:12us", &m), LOOM_SUCCESS) << last_error_message();
+    EXPECT_DOUBLE_EQ(m.network.alpha_us, 40);
+    EXPECT_DOUBLE_EQ(m.network.overhead_us, 12);
     CostModel again;
     ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
     EXPECT_EQ(again.describe(), m.describe());
@@ -100,6 +104,7 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_EQ(CostModel::parse("wire=1us:1GB/s", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(last_error_message()).find("unknown key 'wire'"), std::string::npos);
     EXPECT_EQ(CostModel::parse("copy=fast", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(CostModel::parse("net=5us:1GB/s:soon", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(untouched.describe(), CostModel().describe());  // a failed parse changes nothing
 }
 
@@ -108,6 +113,39 @@ void unmatched_build(const CollArgs &, int rank, ProgramBuilder &b) {
     if (rank == 0) b.send(1, input_slice(0, 1));
 }
 std::string anywhere(const CollArgs &) { return {}; }
+
+// Ranks 1..p-1 each send one block to rank 0: an incast.
+void incast_build(const CollArgs &a, int rank, ProgramBuilder &b) {
+    if (rank == 0) {
+        for (int r = 1; r < a.nranks; ++r) b.recv(r, output_slice(static_cast<size_t>(r) * a.count, a.count));
+    } else {
+        b.send(0, input_slice(0, a.count));
+    }
+}
+
+TEST(CostModel, MessagesIntoOneNodeQueueAtItsRail) {
+    const AlgorithmInfo incast = {Collective::allgather, "incast", "test", "none", anywhere, incast_build, false};
+    CostModel m = messages_only(2.0, 1.0);  // 1000 bytes per us
+    m.network = {2.0, 1.0 / 1000};
+    CollArgs a = args(Collective::allgather, 4, 1000);  // 4000-byte blocks
+    const NodeMap nodes = NodeMap::from_labels({0, 1, 2, 3});
+    a.nodes = &nodes;
+    double us = -1;
+    ASSERT_EQ(predict_time(incast, a, m, &us), LOOM_SUCCESS) << last_error_message();
+    // Three nodes' links out are free, node 0's way in takes one block at a time.
+    EXPECT_NEAR(us, 3 * 4.0 + 2.0, 0.05);
+}
+
+TEST(CostModel, ChargesEachMessageToTheSendingAndReceivingCore) {
+    CostModel m = messages_only(2.0, 1e6);  // bandwidth out of the picture
+    m.shared_memory.overhead_us = 1.0;
+    // Direct allgather, 4 ranks: the third send leaves at 3 o, arrives 3 o +
+    // alpha; each rank has taken its first two messages meanwhile and takes
+    // the last one in o more.
+    EXPECT_NEAR(predict("direct", args(Collective::allgather, 4, 1), m), 2.0 + 4 * 1.0, 0.05);
+    // Recursive doubling pays 2 o per round instead: fewer messages per rank.
+    EXPECT_NEAR(predict("recursive_doubling", args(Collective::allgather, 8, 1), m), 3 * (2.0 + 2 * 1.0), 0.05);
+}
 
 TEST(CostModel, ReportsPlansWhoseMessagesDoNotMatch) {
     const AlgorithmInfo broken = {Collective::allgather, "broken", "test", "none", anywhere, unmatched_build, false};
