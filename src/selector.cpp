@@ -18,10 +18,13 @@ std::string bytes_text(size_t b) {
 }  // namespace
 
 // Several nodes with several ranks on some: the node-aware algorithms keep
-// traffic inside nodes where they can. These rules assume a network that
-// costs more than shared memory (a cluster); on one machine with emulated
-// nodes the small-message ones run slower than the flat ones (measured, see
-// the issue notes) and the cost model is to weigh them instead.
+// traffic inside nodes where they can. The thresholds come from loom-tune on
+// the testbed (4 nodes x 2 ranks, block placement, 2 rails of 200 Mbit/s;
+// best of 4 launches), where the network costs ~100 us a round and 25 MB/s:
+// below them the fewest network rounds win, above them the fewest bytes on
+// each node's link. Each choice was within 5 % of the fastest at 14-16 of
+// its 16 sizes (8 B-256 KiB); on a second sweep, not used to set them, at 60
+// of the 64 points.
 bool node_aware_choice(const CollArgs &a, std::vector<const char *> *out, std::string *why) {
     if (!a.nodes || a.nodes->nodes() < 2 || a.nodes->max_ranks_per_node() < 2) return false;
     const size_t elem = a.elem_size;
@@ -29,35 +32,58 @@ bool node_aware_choice(const CollArgs &a, std::vector<const char *> *out, std::s
                               std::to_string(a.nodes->max_ranks_per_node()) + " ranks";
     switch (a.collective) {
         case Collective::allreduce: {
+            // hier_leader within 5 % at 14 of 16 sizes; 8-15 % behind ring at 8-16 KiB.
             const size_t bytes = a.count * elem;
-            if (bytes <= 8 * 1024 && a.nodes->max_ranks_per_node() >= 4) {
-                *why = "vector " + bytes_text(bytes) + " <= 8 KiB on " + shape + ": one leader per node on the network";
+            if (bytes <= 256 * 1024) {
+                *why = "vector " + bytes_text(bytes) + " <= 256 KiB on " + shape + ": one leader per node on the network";
                 *out = {"hier_leader", "recursive_doubling"};
                 return true;
             }
-            if (bytes > 64 * 1024) {
-                *why = "vector " + bytes_text(bytes) + " > 64 KiB on " + shape + ": every local rank on the network";
-                *out = {"hier_split", "rabenseifner"};
-                return true;
-            }
-            return false;
+            *why = "vector " + bytes_text(bytes) + " > 256 KiB on " + shape + ": every local rank on the network";
+            *out = {"hier_split", "rabenseifner"};
+            return true;
         }
         case Collective::reduce_scatter:
-        case Collective::reduce_scatter_block:
-            *why = shape + ": node-sums cross the network once";
+        case Collective::reduce_scatter_block: {
+            // The node-sums 14-27 % behind recursive halving up to 2 KiB.
+            const size_t bytes = a.input_count() * elem;
+            if (bytes <= 2 * 1024) {
+                *why = "input " + bytes_text(bytes) + " <= 2 KiB on " + shape + ": lg p rounds";
+                *out = {"recursive_halving", "hierarchical"};
+                return true;
+            }
+            *why = "input " + bytes_text(bytes) + " > 2 KiB on " + shape + ": node-sums cross the network once";
             *out = {"hierarchical", "ring"};
             return true;
-        case Collective::allgather:
+        }
+        case Collective::allgather: {
+            // Recursive doubling fastest up to 256 B blocks (the node-aware
+            // exchange up to 14 % behind); above, the node-aware exchange
+            // (11-28 % behind ring at 64 and 256 KiB).
+            const size_t block = a.count * elem;
+            if (block <= 256 && is_power_of_two(a.nranks)) {
+                *why = "blocks of " + bytes_text(block) + " <= 256 B on " + shape + ": lg p rounds";
+                *out = {"recursive_doubling", "hierarchical"};
+                return true;
+            }
             *why = shape + ": within nodes first, then one fetch per remote node";
             *out = {"hierarchical", "ring"};
             return true;
-        case Collective::alltoall:
-            if (a.count * elem <= 256) {
-                *why = "blocks of " + bytes_text(a.count * elem) + " <= 256 B on " + shape + ": one message per node pair";
+        }
+        case Collective::alltoall: {
+            // Node aggregation fastest up to 64 KiB blocks (pairwise 2-3.6x
+            // slower up to 256 B); from 128 KiB pairwise, the others 20-61 %
+            // behind it.
+            const size_t block = a.count * elem;
+            if (block <= 64 * 1024) {
+                *why = "blocks of " + bytes_text(block) + " <= 64 KiB on " + shape + ": one message per node pair";
                 *out = {"node_aggregation", "bruck"};
                 return true;
             }
-            return false;
+            *why = "blocks of " + bytes_text(block) + " > 64 KiB on " + shape + ": one exchange at a time";
+            *out = {"pairwise", "scattered"};
+            return true;
+        }
     }
     return false;
 }
@@ -103,13 +129,10 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
             const size_t bytes = a.input_count() * elem;
             // Measured at 4 ranks on one node, 32 KiB-1 MiB inputs: pairwise
             // 0.12-0.81x Open MPI, ring 0.15-0.76x, recursive halving between.
-            // loom-tune, 4 ranks on one node: pairwise fastest up to 16 KiB
-            // and from 512 KiB; recursive halving 4-13 % faster at 32-256 KiB.
+            // loom-tune, 4 ranks on one node, best of 10 launches: pairwise
+            // within 5 % of the fastest at 17 of 18 sizes (8 B-1 MiB),
+            // recursive halving 8-48 % slower up to 512 KiB.
             if (a.single_node && a.nranks <= 8) {
-                if (bytes > 16 * 1024 && bytes <= 256 * 1024) {
-                    *why = "input " + bytes_text(bytes) + " in (16 KiB, 256 KiB] on one node of <= 8 ranks";
-                    return {"recursive_halving", "pairwise"};
-                }
                 *why = "one node of <= 8 ranks: contributions go straight to their owners";
                 return {"pairwise", "recursive_halving"};
             }
@@ -123,8 +146,8 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
         case Collective::allgather: {
             const size_t bytes = a.count * elem * a.nranks;
             // loom-tune, 4 ranks on one node: direct within 3 % of the fastest
-            // at every size from 8 B to 1 MiB blocks; recursive doubling was
-            // 10-60 % slower from 8 KiB blocks.
+            // at every size from 8 B to 1 MiB blocks (medians of 5 launches);
+            // recursive doubling was 10-60 % slower from 8 KiB blocks.
             if (a.single_node && a.nranks <= 8) {
                 *why = "one node of <= 8 ranks: one round";
                 return {"direct", "recursive_doubling"};

@@ -124,7 +124,7 @@ for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
     run "$np" "topology $topo, hier_leader" "allreduce=hier_leader" \
         --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_leader
     run "$np" "topology $topo, default selection" \
-        "allreduce=hier_split reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
+        "allreduce=hier_leader reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
         --mca coll_loom_topology "$topo"
 done
 

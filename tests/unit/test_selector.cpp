@@ -52,7 +52,7 @@ TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
     EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 9, 2))), "recursive_doubling");  // too many ranks
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 16))), "direct");
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "direct");
-    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 4096))), "recursive_halving");  // 64 KiB in
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 4096))), "pairwise");  // 64 KiB in
     EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 1 << 18))), "scattered");  // 1 MiB blocks
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 8))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "pairwise");
@@ -72,13 +72,18 @@ TEST(Selector, SeveralNodesTakeNodeAwareAlgorithms) {
         return a;
     };
     EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 1 << 20))), "hier_split");
-    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 2))), "recursive_doubling");  // 2 ranks per node
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 2))), "hier_leader");
     EXPECT_EQ(chosen(c, on(four_by_four, args(Collective::allreduce, 16, 2))), "hier_leader");
-    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter, 4, 100))), "hierarchical");
-    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter_block, 4, 100))), "hierarchical");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter, 4, 1000))), "hierarchical");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter_block, 4, 1000))), "hierarchical");
     EXPECT_EQ(chosen(c, on(two, args(Collective::allgather, 4, 100))), "hierarchical");
     EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 8))), "node_aggregation");
-    EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 1024))), "scattered");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 1 << 14))), "node_aggregation");  // 64 KiB blocks
+    EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, (1 << 14) + 1))), "pairwise");
+    EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter_block, 4, 128))), "recursive_halving");  // 2 KiB in
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allgather, 4, 64))), "recursive_doubling");  // 256 B blocks
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 1 << 16))), "hier_leader");  // 256 KiB
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, (1 << 16) + 1))), "hier_split");
     // One rank per node: nothing to keep inside a node.
     EXPECT_EQ(chosen(c, on(one_per_node, args(Collective::allgather, 4, 100))), "recursive_doubling");
 }
