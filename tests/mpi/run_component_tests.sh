@@ -155,7 +155,8 @@ rm -f "$rules"
 # loom-tune through coll/loom on 3 ranks: recursive_doubling allgather
 # cannot run there, so coll/loom hands its calls back and that run is
 # discarded; the rules file it writes is valid, and loom-info --explain
-# under it chooses the sweep's fastest algorithm.
+# under it chooses the sweep's fastest algorithm (at 16 B here, and at every
+# size by its summary); the summary rates the fitted model too.
 tune=$(mktemp -d)
 if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" \
     -c allgather -m 8:64 -r 2 -n 3 -o "$tune/out" -b "-i 20 -x 2" \
@@ -163,11 +164,28 @@ if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(di
     fastest=$(awk -F, '$1 == "allgather" && $3 == 16 { if (best == "" || $4 < best) { best = $4; alg = $2 } } END { print alg }' "$tune/out/sweep.csv")
     chosen=$(LOOM_RULES_FILE="$tune/out/rules.json" "$build/src/loom-info" --explain "allgather 16 np=3 type=int8" |
         sed -n 's/^  chosen: \([a-z_]*\) (rule [0-9]* of .*/\1/p')
+    rules_hits=$(sed -n 's/^rules file (all repetitions), judged on them: *\([0-9]*\)\/\([0-9]*\) .*/\1 \2/p' "$tune/out/summary.txt")
     if [ -n "$fastest" ] && [ "$chosen" = "$fastest" ] && ls "$tune"/out/raw/allgather.recursive_doubling.*.handed-back >/dev/null 2>&1 &&
-        ! grep -q "^allgather,recursive_doubling," "$tune/out/sweep.csv" && grep -q "^# quality" "$tune/out/summary.txt"; then
+        ! grep -q "^allgather,recursive_doubling," "$tune/out/sweep.csv" && grep -q "^# quality" "$tune/out/summary.txt" &&
+        [ "$rules_hits" = "4 4" ] && grep -q "^the fitted model alone" "$tune/out/summary.txt"; then
         echo "PASS: loom-tune (fastest at 16 B: $fastest, chosen by its rules file)"
+        # --no-run reanalyses the same raw files: the same figures, and the
+        # load recorded during the sweep, not the load of the moment.
+        cp "$tune/out/summary.txt" "$tune/summary.first"
+        LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run \
+            -c allgather -m 8:64 -r 2 -n 3 -o "$tune/out" >"$tune/log2" 2>&1 || true
+        recorded=$(sed -n 1p "$tune/out/load.txt")
+        if cmp -s "$tune/summary.first" "$tune/out/summary.txt" && [ -n "$recorded" ] &&
+            grep -q "load average before $recorded," "$tune/out/summary.txt"; then
+            echo "PASS: loom-tune --no-run (same summary, load recorded during the sweep: $recorded)"
+        else
+            echo "FAIL: loom-tune --no-run changed the summary or lost the recorded load"
+            diff "$tune/summary.first" "$tune/out/summary.txt" || true
+            cat "$tune/log2"
+            status=1
+        fi
     else
-        echo "FAIL: loom-tune: fastest '$fastest', chosen under its rules '$chosen'"
+        echo "FAIL: loom-tune: fastest '$fastest', chosen under its rules '$chosen', rules file hits '$rules_hits' (want 4 4)"
         cat "$tune/log" "$tune/out/rules.json"
         status=1
     fi
