@@ -159,7 +159,7 @@ rm -f "$rules"
 # size by its summary); the summary rates the fitted model too.
 tune=$(mktemp -d)
 if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" \
-    -c allgather -m 8:64 -r 2 -n 3 -o "$tune/out" -b "-i 20 -x 2" \
+    -c allgather -m 8:4096 -r 2 -n 3 -o "$tune/out" -b "-i 20 -x 2" \
     --mpirun "$MPIEXEC --oversubscribe --mca mca_base_component_path $(cd "$compdir" && pwd):$ompi_dir" >"$tune/log" 2>&1; then
     fastest=$(awk -F, '$1 == "allgather" && $3 == 16 { if (best == "" || $4 < best) { best = $4; alg = $2 } } END { print alg }' "$tune/out/sweep.csv")
     chosen=$(LOOM_RULES_FILE="$tune/out/rules.json" "$build/src/loom-info" --explain "allgather 16 np=3 type=int8" |
@@ -167,25 +167,34 @@ if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(di
     rules_hits=$(sed -n 's/^rules file (all repetitions), judged on them: *\([0-9]*\)\/\([0-9]*\) .*/\1 \2/p' "$tune/out/summary.txt")
     if [ -n "$fastest" ] && [ "$chosen" = "$fastest" ] && ls "$tune"/out/raw/allgather.recursive_doubling.*.handed-back >/dev/null 2>&1 &&
         ! grep -q "^allgather,recursive_doubling," "$tune/out/sweep.csv" && grep -q "^# quality" "$tune/out/summary.txt" &&
-        [ "$rules_hits" = "4 4" ] && grep -q "^the fitted model alone" "$tune/out/summary.txt"; then
+        [ -n "$rules_hits" ] && [ "${rules_hits% *}" = "${rules_hits#* }" ] && grep -q "^the fitted model alone, on all repetitions" "$tune/out/summary.txt"; then
         echo "PASS: loom-tune (fastest at 16 B: $fastest, chosen by its rules file)"
         # --no-run reanalyses the same raw files: the same figures, and the
-        # load recorded during the sweep, not the load of the moment.
+        # load recorded during the sweep, not the load of the moment;
+        # --judge rates a rules file (here the sweep's own, so all points) and
+        # refuses one Loom would ignore.
         cp "$tune/out/summary.txt" "$tune/summary.first"
+        cp "$tune/out/rules.json" "$tune/first.json"
         LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run \
-            -c allgather -m 8:64 -r 2 -n 3 -o "$tune/out" >"$tune/log2" 2>&1 || true
+            -c allgather -m 8:4096 -r 2 -n 3 -o "$tune/out" --judge "$tune/first.json" >"$tune/log2" 2>&1 || true
         recorded=$(sed -n 1p "$tune/out/load.txt")
-        if cmp -s "$tune/summary.first" "$tune/out/summary.txt" && [ -n "$recorded" ] &&
-            grep -q "load average before $recorded," "$tune/out/summary.txt"; then
-            echo "PASS: loom-tune --no-run (same summary, load recorded during the sweep: $recorded)"
+        echo '{"rules": [{"collective": "allgather", "algorithm": "no_such_algorithm"}]}' >"$tune/bad.json"
+        bad_rc=0
+        LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run \
+            -c allgather -m 8:4096 -r 2 -n 3 -o "$tune/out" --judge "$tune/bad.json" >"$tune/log3" 2>&1 || bad_rc=$?
+        if grep -v "^rules file $tune/first.json" "$tune/out/summary.txt" | cmp -s "$tune/summary.first" - &&
+            grep -q "^rules file $tune/first.json, judged on this sweep: ${rules_hits% *}/${rules_hits#* } " "$tune/out/summary.txt" &&
+            [ -n "$recorded" ] && grep -q "load average before $recorded," "$tune/out/summary.txt" &&
+            [ "$bad_rc" = 2 ] && grep -q "judge $tune/bad.json: .*no_such_algorithm" "$tune/log3"; then
+            echo "PASS: loom-tune --no-run --judge (same summary, its own rules at every point, load recorded during the sweep: $recorded)"
         else
-            echo "FAIL: loom-tune --no-run changed the summary or lost the recorded load"
+            echo "FAIL: loom-tune --no-run --judge: summary changed, own rules not at every point, recorded load lost, or bad file not refused (rc $bad_rc)"
             diff "$tune/summary.first" "$tune/out/summary.txt" || true
-            cat "$tune/log2"
+            cat "$tune/log2" "$tune/log3"
             status=1
         fi
     else
-        echo "FAIL: loom-tune: fastest '$fastest', chosen under its rules '$chosen', rules file hits '$rules_hits' (want 4 4)"
+        echo "FAIL: loom-tune: fastest '$fastest', chosen under its rules '$chosen', rules file hits '$rules_hits' (want all points)"
         cat "$tune/log" "$tune/out/rules.json"
         status=1
     fi
