@@ -2,6 +2,8 @@
 // waiting between them, in the staggered order rank+i so no rank is everyone's
 // first target, keeping at most max_outstanding exchanges in flight. (p-1)
 // alpha, overlapped up to the window, + (p-1)/p n beta: for medium blocks.
+// Where the plan says so (ring_piece_bytes) each block goes in pieces, so
+// blocks above one ring message still take the shared-memory rings.
 #include <algorithm>
 #include <vector>
 
@@ -17,8 +19,9 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     b.copy(output_slice(at(rank), block), input_slice(at(rank), block));
     if (p == 1 || block == 0) return;
     const size_t window = static_cast<size_t>(std::max(1, a.max_outstanding));
+    const size_t piece = a.ring_piece_bytes ? std::max<size_t>(1, a.ring_piece_bytes / a.elem_size) : block;
 
-    // exchanges[i] = the receive and send of exchange i, which may start once
+    // exchanges[i] = the receives and sends of exchange i, which may start once
     // exchange i - window has completed: each of the `window` chains has one
     // exchange in flight. Exchange i pairs with exchange i on both peers, so
     // waits only ever point to lower indices and cannot form a cycle.
@@ -27,9 +30,13 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         const int to = (rank + i) % p, from = (rank - i + p) % p;
         const size_t index = exchanges.size();
         const std::vector<StepId> gate = index >= window ? exchanges[index - window] : std::vector<StepId>{};
-        const StepId received = b.recv(from, output_slice(at(from), block), gate);
-        const StepId sent = b.send(to, input_slice(at(to), block), gate);
-        exchanges.push_back({received, sent});
+        std::vector<StepId> steps;
+        for (size_t off = 0; off < block; off += piece) {
+            const size_t n = std::min(piece, block - off);
+            steps.push_back(b.recv(from, output_slice(at(from) + off, n), gate));
+            steps.push_back(b.send(to, input_slice(at(to) + off, n), gate));
+        }
+        exchanges.push_back(std::move(steps));
     }
 }
 

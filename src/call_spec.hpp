@@ -11,6 +11,7 @@
 #include "params.hpp"
 #include "plan.hpp"
 #include "status.hpp"
+#include "transport_shared_memory.hpp"
 
 namespace loom {
 
@@ -25,5 +26,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
 
 // The knobs a communicator's calls take from its parameters.
 void knobs_from_config(const Config &config, CollArgs *args);
+
+// An alltoall on one node whose blocks exceed what one ring message carries
+// but fit a whole ring (and alltoall_shm_max_bytes): the piece size that
+// sends them through the rings anyway; otherwise 0 (whole blocks).
+size_t alltoall_ring_piece_bytes(const CollArgs &args, const Config &config, const ShmGeometry &geometry);
 
 }  // namespace loom

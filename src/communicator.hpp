@@ -131,6 +131,7 @@ class Communicator {
     bool progressing_ = false;
     bool started_any_ = false;
     int shared_memory_ranks_ = 1;
+    ShmGeometry shm_geometry_;  // of the attached rings (alltoall pieces fit them)
     NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };

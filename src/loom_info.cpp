@@ -69,7 +69,7 @@ void print_params() {
         else if (s.type == ParamType::topology)
             std::printf("      form: nodes=N[,rails=R] or a node label per rank[;rails=R]\n");
         else if (s.type == ParamType::cost_model)
-            std::printf("      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH), reduce, copy "
+            std::printf("      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
                         "(BANDWIDTH), shm_max (size)\n");
         else
             std::printf("      form: a file path (see loom-rules(5))\n");

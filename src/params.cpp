@@ -43,9 +43,10 @@ const std::vector<ParamSpec> &param_table() {
          "16 ranks per node, less on larger nodes); larger ones use the point-to-point transport. "
          "Read when the communicator is created",
          0, 1LL << 30, Collective::allreduce},
-        {kParamAlltoallShmMaxBytes, "alltoall_shm_max_bytes", ParamType::size, "128KiB", 5,
-         "Largest alltoall block sent through the shared-memory rings (shm_max_bytes also applies); larger blocks "
-         "use the point-to-point transport. Lower it when Open MPI's single-copy (CMA) transfers run on the same "
+        {kParamAlltoallShmMaxBytes, "alltoall_shm_max_bytes", ParamType::size, "256KiB", 5,
+         "Largest alltoall block sent through the shared-memory rings; a block above shm_max_bytes goes in pieces of "
+         "that size while it fits a whole ring (256 KiB with up to 16 ranks per node). Larger blocks use the "
+         "point-to-point transport. Lower it when Open MPI's single-copy (CMA) transfers run on the same "
          "buffers between Loom's alltoalls: alternating with them, ring copies of 16-128 KiB blocks were measured "
          "up to 2.7x slower",
          0, 1LL << 30, Collective::alltoall},

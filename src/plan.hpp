@@ -178,6 +178,10 @@ struct CollArgs {
     size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
     int radix = 4;             // recursive multiplying
     int max_outstanding = 8;   // scattered alltoall window
+    // Scattered alltoall: send each block in pieces of at most this many
+    // bytes (0: whole), so a block too large for one ring message still
+    // goes through the shared-memory rings.
+    size_t ring_piece_bytes = 0;
     // Every rank reaches every other through shared memory (one node), where
     // a message is cheap and a round of waiting is what costs.
     bool single_node = false;

@@ -176,8 +176,12 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
             // blocks, pairwise 1.14-1.33x; even from 256 KiB. On one node
             // (loom-tune, through the rings up to 128 KiB) scattered stayed
             // ahead of pairwise at 512 KiB and 1 MiB blocks too (4-8 %).
-            if (block <= 256 * 1024 || (a.single_node && a.nranks <= 8)) {
+            if (block <= 256 * 1024) {
                 *why = "blocks of " + bytes_text(block) + " <= 256 KiB";
+                return {"scattered", "pairwise"};
+            }
+            if (a.single_node && a.nranks <= 8) {
+                *why = "blocks of " + bytes_text(block) + " on one node of <= 8 ranks";
                 return {"scattered", "pairwise"};
             }
             *why = "blocks of " + bytes_text(block) + " > 256 KiB";

@@ -110,6 +110,22 @@ for np in 1 2 3 4 5; do
     [ "$np" -gt 1 ] && run "$np" "alltoall_shm_max_bytes=0" "allreduce=direct" --mca coll_loom_alltoall_shm_max_bytes 0
 done
 
+# Alltoall blocks above one ring message (128 KiB) but within a ring
+# (256 KiB) go through shared memory in two pieces each; larger ones through
+# the PML. 11 calls (10 timed, 1 warm-up) on 4 ranks: 3 peers each.
+pieces_ok=yes
+for spec in "262144 66 0" "524288 0 33"; do
+    set -- $spec
+    line=$(timeout 300 "$MPIEXEC" --oversubscribe -np 4 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+        --mca coll_loom_priority 100 --mca coll_loom_stats 1 "$build/perf/loom-bench" alltoall -m "$1:$1" -i 10 -x 1 2>&1 |
+        grep "MPI_COMM_WORLD transport")
+    case $line in
+        *"among 4 ranks of this node ($2 sends), point-to-point otherwise ($3 sends)"*) ;;
+        *) echo "FAIL: alltoall of $1 B blocks: want $2 ring and $3 point-to-point sends, stats say: $line"; pieces_ok=no; status=1 ;;
+    esac
+done
+[ "$pieces_ok" = yes ] && echo "PASS: alltoall 256 KiB blocks through the rings in pieces, 512 KiB through the PML"
+
 # Emulated nodes through the component: 4 ranks as 2 nodes and 5 ranks on
 # uneven, interleaved nodes, each node-aware algorithm forced; the stats must
 # show shared memory only within an emulated node.

@@ -294,6 +294,10 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&fresh);
 
     all_cases(MPI_COMM_WORLD);
+    /* Blocks of 200004 bytes: above one ring message, within a ring, so one
+     * node's scattered alltoall sends them through shared memory in pieces. */
+    for (int in_place = 0; in_place < 2; ++in_place)
+        for (int mode = 0; mode < 3; ++mode) movement_case(MPI_COMM_WORLD, 50001, in_place, mode, 1);
     MPI_Comm dup, parity, self_sized;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     all_cases(dup);

@@ -55,6 +55,7 @@ CollArgs make_args(const AlgorithmInfo &algo, int p, size_t count, bool in_place
     a.segment_bytes = 256;  // small enough that ring algorithms really segment
     a.radix = 3;            // exercises recursive multiplying's fold
     a.max_outstanding = 3;
+    a.ring_piece_bytes = 512;  // scattered alltoall sends the large odd blocks in uneven pieces
     return a;
 }
 

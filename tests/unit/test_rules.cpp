@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "algorithm.hpp"
 #include "call_spec.hpp"
 #include "communicator.hpp"
 #include "node_map.hpp"
@@ -162,6 +163,41 @@ TEST(Explain, RanksEveryAlgorithmAndAgreesWithTheModel) {
     for (const char *bad : {"allscatter 1MiB", "allreduce big", "allreduce 1MiB nodes=0", "allreduce 1MiB colour=red",
                             "allreduce 1MiB nodes=4 ppn=2 np=9"})
         EXPECT_EQ(parse_call_spec(bad, config, &spec), LOOM_ERR_INVALID_ARGUMENT) << bad;
+}
+
+// Alltoall blocks above one ring message but within a whole ring go through
+// the rings in pieces; the scattered plan then sends each block in pieces.
+TEST(Explain, AlltoallBlocksThatFitARingTravelInPieces) {
+    Config config;
+    auto piece = [&](const char *text) {
+        CallSpec spec;
+        EXPECT_EQ(parse_call_spec(text, config, &spec), LOOM_SUCCESS) << last_error_message();
+        return spec.args.ring_piece_bytes;
+    };
+    EXPECT_EQ(piece("alltoall 256KiB np=4"), 128u * 1024);
+    EXPECT_EQ(piece("alltoall 200000 np=4"), 128u * 1024);
+    EXPECT_EQ(piece("alltoall 128KiB np=4"), 0u);  // one ring message already
+    EXPECT_EQ(piece("alltoall 512KiB np=4"), 0u);  // more than a ring: the sender would wait
+    EXPECT_EQ(piece("alltoall 256KiB nodes=2 ppn=2"), 0u);  // not all on one node
+    EXPECT_EQ(piece("allgather 256KiB np=4"), 0u);
+    EXPECT_EQ(piece("alltoall 256KiB np=32"), 0u);  // 32 ranks: 128 KiB rings
+    ASSERT_EQ(config.set("alltoall_shm_max_bytes", "128KiB"), LOOM_SUCCESS);
+    EXPECT_EQ(piece("alltoall 256KiB np=4"), 0u);
+    ASSERT_EQ(config.set("alltoall_shm_max_bytes", "256KiB"), LOOM_SUCCESS);
+    ASSERT_EQ(config.set("shm_max_bytes", "64KiB"), LOOM_SUCCESS);
+    EXPECT_EQ(piece("alltoall 256KiB np=4"), 64u * 1024);
+
+    CallSpec spec;
+    ASSERT_EQ(parse_call_spec("alltoall 200000 np=4 type=int32", config, &spec), LOOM_SUCCESS);
+    const Program prog = build_program(*find_algorithm(Collective::alltoall, "scattered"), spec.args, 0);
+    size_t sends = 0, largest = 0;
+    for (const Step &s : prog.steps)
+        if (s.kind == StepKind::send) {
+            ++sends;
+            largest = std::max(largest, s.src.count * spec.args.elem_size);
+        }
+    EXPECT_EQ(sends, 3u * 4);  // 200000 B in 64 KiB pieces: 4 per peer
+    EXPECT_EQ(largest, 64u * 1024);
 }
 
 // loom-info --explain answers what a communicator of that shape chooses.
