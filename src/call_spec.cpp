@@ -6,6 +6,7 @@
 
 #include "datatype.hpp"
 #include "rules.hpp"
+#include "transport_shared_memory.hpp"
 
 namespace loom {
 namespace {
@@ -38,15 +39,15 @@ void knobs_from_config(const Config &config, CollArgs *a) {
     a->max_outstanding = static_cast<int>(config.integer(kParamAlltoallMaxOutstanding));
 }
 
-size_t alltoall_ring_piece_bytes(const CollArgs &a, const Config &config, const ShmGeometry &geometry) {
+size_t alltoall_ring_piece_bytes(const CollArgs &a, const Config &config, size_t ring_message_max, size_t ring_bytes) {
     if (a.collective != Collective::alltoall || !a.single_node) return 0;
     const size_t block = a.count * a.elem_size;
-    const size_t piece = shm_ring_message_limit(geometry, static_cast<size_t>(config.integer(kParamShmMaxBytes)));
+    const size_t piece = ring_message_max;
     // Whole-ring blocks only: with more, the sender waits for the receiver
     // to drain the ring, a scheduler slice when they share a core (4 ranks:
     // 1 MiB blocks in 128 KiB pieces ran 1.13x Open MPI's single-copy path;
     // 256 KiB blocks 0.78x, where the PML had taken 1.05x).
-    if (piece == 0 || block <= piece || block > geometry.ring_bytes() ||
+    if (piece == 0 || block <= piece || block > ring_bytes ||
         block > static_cast<size_t>(config.integer(kParamAlltoallShmMaxBytes)))
         return 0;
     return piece;
@@ -107,7 +108,11 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
     a.nodes = spec.nodes.get();
     a.single_node = nodes == 1 && np > 1;
     knobs_from_config(config, &a);
-    a.ring_piece_bytes = alltoall_ring_piece_bytes(a, config, shm_geometry_for(static_cast<size_t>(ppn)));
+    // The rings a communicator of this shape would attach.
+    const ShmGeometry rings = shm_geometry_for(static_cast<size_t>(ppn));
+    a.ring_piece_bytes = alltoall_ring_piece_bytes(
+        a, config, shm_ring_message_limit(rings, static_cast<size_t>(config.integer(kParamShmMaxBytes))),
+        rings.ring_bytes());
     *out = std::move(spec);
     return LOOM_SUCCESS;
 }

@@ -11,7 +11,6 @@
 #include "params.hpp"
 #include "plan.hpp"
 #include "status.hpp"
-#include "transport_shared_memory.hpp"
 
 namespace loom {
 
@@ -28,8 +27,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
 void knobs_from_config(const Config &config, CollArgs *args);
 
 // An alltoall on one node whose blocks exceed what one ring message carries
-// but fit a whole ring (and alltoall_shm_max_bytes): the piece size that
-// sends them through the rings anyway; otherwise 0 (whole blocks).
-size_t alltoall_ring_piece_bytes(const CollArgs &args, const Config &config, const ShmGeometry &geometry);
+// (ring_message_max) but fit a whole ring (ring_bytes) and
+// alltoall_shm_max_bytes: the piece size that sends them through the rings
+// anyway; otherwise 0 (whole blocks).
+size_t alltoall_ring_piece_bytes(const CollArgs &args, const Config &config, size_t ring_message_max,
+                                 size_t ring_bytes);
 
 }  // namespace loom

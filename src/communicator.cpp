@@ -141,7 +141,7 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     knobs_from_config(config_, &args);
     args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
     args.nodes = &nodes_;
-    args.ring_piece_bytes = alltoall_ring_piece_bytes(args, config_, shm_geometry_);
+    args.ring_piece_bytes = alltoall_ring_piece_bytes(args, config_, ring_message_max_, ring_bytes_);
 }
 
 Status Communicator::set_nodes(NodeMap nodes) {
@@ -175,13 +175,14 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
         return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
     std::unique_ptr<Transport> wrapped;
     const int node_ranks = static_cast<int>(node.local_ranks.size());
-    const ShmGeometry geometry = node.geometry;
+    const size_t ring_bytes = node.geometry.ring_bytes();
     const size_t max_bytes =
         shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
     LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node), max_bytes, &wrapped));
     transport_ = std::move(wrapped);
     shared_memory_ranks_ = node_ranks;
-    shm_geometry_ = geometry;
+    ring_message_max_ = max_bytes;
+    ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
 }
 

@@ -131,7 +131,10 @@ class Communicator {
     bool progressing_ = false;
     bool started_any_ = false;
     int shared_memory_ranks_ = 1;
-    ShmGeometry shm_geometry_;  // of the attached rings (alltoall pieces fit them)
+    // The attached rings: the largest message they carry (fixed when they
+    // were attached, as the transport's) and their size; alltoall pieces fit them.
+    size_t ring_message_max_ = 0;
+    size_t ring_bytes_ = 0;
     NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };
