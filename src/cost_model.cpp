@@ -134,7 +134,7 @@ class Simulation {
         for (int r = 0; r < p_; ++r) {
             unmet_[r] = programs_[r]->initial_unmet;
             left_[r] = programs_[r]->size();
-            for (StepId s : programs_[r]->initial_ready) push(0, r, s, false);
+            for (StepId s : programs_[r]->initial_ready) push(0, r, s, Phase::start);
         }
     }
 
@@ -175,21 +175,21 @@ class Simulation {
         std::deque<PendingRecv> recvs;
     };
 
-    void push(double t, int r, StepId s, bool completes) {
-        events_.push(Event{t, r, s, completes ? Phase::finish : Phase::start, 0, order_++});
+    void push(double t, int r, StepId s, Phase phase, double overhead_us = 0) {
+        events_.push(Event{t, r, s, phase, overhead_us, order_++});
     }
 
     // A matched message whose data is there at `ready`: without overhead the
     // receive is done then; with it, the receiving core takes it in once
     // free, decided at `ready` so work the core does before is not delayed.
     void received(int r, StepId s, double ready, double overhead_us) {
-        if (overhead_us <= 0) return push(ready, r, s, true);
-        events_.push(Event{ready, r, s, Phase::take_in, overhead_us, order_++});
+        if (overhead_us <= 0) return push(ready, r, s, Phase::finish);
+        push(ready, r, s, Phase::take_in, overhead_us);
     }
 
     void take_in(const Event &e) {
         cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
-        push(cpu_free_[e.rank], e.rank, e.step, true);
+        push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
     }
 
     int node(int r) const { return args_.nodes && args_.nodes->nranks() == p_ ? args_.nodes->node_of[r] : 0; }
@@ -206,7 +206,7 @@ class Simulation {
     // Posting a send or receive opens the gate of the next one to that peer.
     void posted(int r, StepId s, double t) {
         const StepId next = programs_[r]->next_in_peer_order[s];
-        if (next != Program::kNoStep && --unmet_[r][next] == 0) push(t, r, next, false);
+        if (next != Program::kNoStep && --unmet_[r][next] == 0) push(t, r, next, Phase::start);
     }
 
     void start(const Event &e) {
@@ -215,14 +215,14 @@ class Simulation {
         const double es = static_cast<double>(args_.elem_size);
         switch (s.kind) {
             case StepKind::join:
-                push(e.time, e.rank, e.step, true);
+                push(e.time, e.rank, e.step, Phase::finish);
                 break;
             case StepKind::copy:
             case StepKind::reduce: {
                 const double per_byte = s.kind == StepKind::copy ? m_.copy_us_per_byte : m_.reduce_us_per_byte;
                 const double begin = std::max(e.time, cpu_free_[e.rank]);
                 cpu_free_[e.rank] = begin + s.dst.count * es * per_byte;
-                push(cpu_free_[e.rank], e.rank, e.step, true);
+                push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
                 break;
             }
             case StepKind::send: {
@@ -254,7 +254,7 @@ class Simulation {
                     link_free = begin + wire;
                     arrival = link_free + l.alpha_us;
                 }
-                push(arrival, e.rank, e.step, true);
+                push(arrival, e.rank, e.step, Phase::finish);
                 Channel &ch = channels_[{e.rank, s.peer}];
                 if (!ch.recvs.empty()) {
                     const PendingRecv r = ch.recvs.front();
@@ -286,7 +286,7 @@ class Simulation {
         --left_[e.rank];
         for (uint32_t i = prog.dependents_begin[e.step]; i < prog.dependents_begin[e.step + 1]; ++i) {
             const StepId d = prog.dependents[i];
-            if (--unmet_[e.rank][d] == 0) push(e.time, e.rank, d, false);
+            if (--unmet_[e.rank][d] == 0) push(e.time, e.rank, d, Phase::start);
         }
     }
 
