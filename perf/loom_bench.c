@@ -30,6 +30,9 @@ struct type_case {
 struct options {
     enum coll coll;
     int nonblocking, full, validate, loom_api, bw;
+    int interleave_default; /* both sides in this process: Open MPI's default and coll/loom */
+    int windows;            /* --interleave-default: windows per side and size */
+    double window_us;       /* --interleave-default: about this long each */
     long min_bytes, max_bytes;
     int iters, iters_large, warmup, warmup_large, test_calls;
     double link_gbit;  /* per-node network bandwidth for the % of bound column; 0: none */
@@ -39,6 +42,10 @@ struct options {
 
 static int rank, size;
 static loom_comm_t lc;
+/* The communicator MPI calls go to: MPI_COMM_WORLD, or with
+ * --interleave-default one of the two below in turn. */
+static MPI_Comm bench_comm;
+static MPI_Comm default_comm = MPI_COMM_NULL, loom_side_comm = MPI_COMM_NULL;
 static int64_t *counts64; /* reduce_scatter's counts for libloom: allocated once, not in the timed loop */
 static FILE *csv, *json;
 static int json_first = 1;
@@ -59,7 +66,12 @@ static void usage(FILE *f) {
             "  --bw          algbw and busbw columns (GB/s, nccl-tests factors)\n"
             "  --link-bw GBIT  per-node network bandwidth in Gbit/s: adds the %% of the bandwidth bound\n"
             "  --nodes N     nodes the ranks span, for the bound (default 1: the bound uses the whole size)\n"
-            "  --csv FILE / --json FILE   machine-readable results alongside\n");
+            "  --csv FILE / --json FILE   machine-readable results alongside\n"
+            "  --interleave-default  (blocking MPI calls, run with coll_loom_priority > 0) time Open MPI's\n"
+            "                default collectives and coll/loom in this one process, in alternating\n"
+            "                windows; prints one table per side (\"# Side: default\", \"# Side: loom\")\n"
+            "  --windows N   windows per side and size (default 20)\n"
+            "  --window-us US  about how long a window lasts (default 2000; at most -i calls)\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o) {
@@ -72,6 +84,8 @@ static int parse_args(int argc, char **argv, struct options *o) {
     o->warmup_large = 10;
     o->nodes = 1;
     o->types = "mpi_char";
+    o->windows = 20;
+    o->window_us = 2000;
     if (argc < 2) return 0;
     const char *c = argv[1];
     if (c[0] == 'i') {
@@ -131,12 +145,20 @@ static int parse_args(int argc, char **argv, struct options *o) {
         } else if (!strcmp(a, "--json") && v) {
             o->json = v;
             ++i;
+        } else if (!strcmp(a, "--interleave-default")) {
+            o->interleave_default = 1;
+        } else if (!strcmp(a, "--windows") && v) {
+            o->windows = atoi(v);
+            ++i;
+        } else if (!strcmp(a, "--window-us") && v) {
+            o->window_us = atof(v);
+            ++i;
         } else {
             return 0;
         }
     }
     if (o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->iters < 1 || o->warmup < 0 || o->nodes < 1 ||
-        o->test_calls < 0)
+        o->test_calls < 0 || o->windows < 1 || !(o->window_us > 0))
         return 0;
     return 1;
 }
@@ -196,7 +218,7 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
         }
         return 0;
     }
-    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Comm w = bench_comm;
     if (o->nonblocking) {
         switch (o->coll) {
             case ALLREDUCE: return MPI_Iallreduce(sb, rb, count, t->mpi, MPI_SUM, w, req);
@@ -316,11 +338,176 @@ static double bound_us(const struct options *o, double total_bytes) {
     return factor * total_bytes * 8 / (o->link_gbit * 1e3);
 }
 
+/* One row of results: latencies in us averaged over the ranks. */
+struct row {
+    long bytes;
+    double avg, mn, mx, comp, pure;
+    int iters, valid;
+};
+
+static void print_header(const struct options *o) {
+    if (o->nonblocking) {
+        printf("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
+        printf("# %-10s %17s %17s %17s %17s", "Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
+    } else {
+        printf("# %-10s %17s", "Size", "Avg Latency(us)");
+    }
+    if (o->full) printf(" %17s %17s %12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+    if (o->validate) printf(" %12s", "Validation");
+    if (o->bw) printf(" %14s %14s", "algbw(GB/s)", "busbw(GB/s)");
+    if (o->link_gbit > 0) printf(" %10s", "%bound");
+    printf("\n");
+}
+
+/* Prints a row (rank 0) and writes it to the CSV and JSON files; `api`
+ * names the side measured. */
+static void emit(const struct options *o, const struct type_case *t, const struct row *r, const char *api) {
+    const double avg = r->avg;
+    /* S as nccl-tests counts it: the whole vector (allreduce), the whole
+     * input (reduce-scatter) or the whole output (allgather, alltoall). */
+    const double total = (double)r->bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
+    const double algbw = total / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
+    const double bound = bound_us(o, total);
+    const double overlap = o->nonblocking && r->pure > 0
+                               ? (100 - 100 * (avg - r->comp) / r->pure < 0 ? 0 : 100 - 100 * (avg - r->comp) / r->pure)
+                               : 0;
+    if (o->nonblocking)
+        printf("%-12ld %17.2f %17.2f %17.2f %17.2f", r->bytes, avg, r->comp, r->pure, overlap);
+    else
+        printf("%-12ld %17.2f", r->bytes, avg);
+    if (o->full) printf(" %17.2f %17.2f %12d", r->mn, r->mx, r->iters);
+    if (o->validate) printf(" %12s", r->valid ? "Pass" : "Fail");
+    if (o->bw) printf(" %14.3f %14.3f", algbw, busbw);
+    if (o->link_gbit > 0) printf(" %10.1f", bound > 0 ? 100 * bound / avg : 0);
+    printf("\n");
+    fflush(stdout);
+    if (csv)
+        fprintf(csv, "%s%s,%s,%s,%d,%ld,%.3f,%.3f,%.3f,%d,%.4f,%.4f,%.1f,%.2f,%.2f,%.2f,%s\n", o->nonblocking ? "i" : "",
+                coll_names[o->coll], api, t->mpi_name, size, r->bytes, avg, r->mn, r->mx, r->iters, algbw, busbw,
+                bound > 0 ? 100 * bound / avg : 0, r->comp, r->pure, overlap,
+                o->validate ? (r->valid ? "pass" : "fail") : "");
+    if (json) {
+        fprintf(json,
+                "%s\n  {\"collective\": \"%s%s\", \"api\": \"%s\", \"datatype\": \"%s\", \"ranks\": %d, \"size\": %ld, "
+                "\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"iterations\": %d, \"algbw_gbs\": %.4f, "
+                "\"busbw_gbs\": %.4f, \"bound_pct\": %.1f, \"compute_us\": %.2f, \"pure_comm_us\": %.2f, "
+                "\"overlap_pct\": %.2f, \"validation\": \"%s\"}",
+                json_first ? "" : ",", o->nonblocking ? "i" : "", coll_names[o->coll], api, t->mpi_name, size, r->bytes,
+                avg, r->mn, r->mx, r->iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0, r->comp, r->pure, overlap,
+                o->validate ? (r->valid ? "pass" : "fail") : "");
+        json_first = 0;
+    }
+}
+
+/* OSU's measurement of one size on bench_comm: `iters` calls timed as one
+ * block (then, nonblocking, as many again with compute in between). */
+static void measure_osu(const struct options *o, const struct type_case *t, void *sb, void *rb, int count,
+                        int *counts, int iters, int warmup, struct row *out) {
+    for (int w = 0; w < warmup; ++w) one_call(o, t, sb, rb, count, counts);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < iters; ++k) one_call(o, t, sb, rb, count, counts);
+    double pure = (MPI_Wtime() - t0) / iters * 1e6;
+    double overall = pure, computed = 0;
+    if (o->nonblocking) {
+        /* OSU: compute as long as the pure communication took, testing
+         * -t times, then wait; overall includes everything. */
+        double pure_avg = 0;
+        MPI_Allreduce(&pure, &pure_avg, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double ov = 0, cp = 0;
+        for (int k = 0; k < iters; ++k) {
+            MPI_Request req = MPI_REQUEST_NULL;
+            loom_request_t lreq = NULL;
+            const double s = MPI_Wtime();
+            start(o, t, sb, rb, count, counts, &req, &lreq);
+            cp += compute(o, pure_avg, &req, &lreq);
+            wait_done(o, &req, &lreq);
+            ov += (MPI_Wtime() - s) * 1e6;
+        }
+        overall = ov / iters;
+        computed = cp / iters;
+    }
+    double sum = 0, sum_pure = 0, sum_comp = 0;
+    MPI_Reduce(&overall, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&overall, &out->mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&overall, &out->mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&pure, &sum_pure, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&computed, &sum_comp, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    out->avg = sum / size;
+    out->pure = sum_pure / size;
+    out->comp = sum_comp / size;
+    out->iters = iters;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --interleave-default: the same size on Open MPI's default communicator
+ * and on coll/loom's, in alternating windows of the same number of calls
+ * (which side goes first alternates too), so that both meet the same
+ * machine: on a shared machine the speed drifts by 25 % over a second,
+ * which separate launches turn into noise between the two sides. Each
+ * window is timed per rank and averaged over the ranks; a side's latency
+ * is its median window, min and max the extreme windows. */
+static void measure_interleaved(const struct options *o, const struct type_case *t, void *sb, void *rb, int count,
+                                int *counts, int iters, int warmup, struct row out[2]) {
+    MPI_Comm comms[2] = {default_comm, loom_side_comm};
+    /* Calls per window: about --window-us of the default side's time (its
+     * warm-up timed, the slowest rank's figure so all ranks agree), at
+     * most the iteration count. */
+    double took = 0;
+    for (int side = 0; side < 2; ++side) {
+        bench_comm = comms[side];
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        const int n = warmup > 0 ? warmup : 1;
+        for (int w = 0; w < n; ++w) one_call(o, t, sb, rb, count, counts);
+        if (side == 0) took = (MPI_Wtime() - t0) * 1e6 / n;
+    }
+    double per_call = 0;
+    MPI_Allreduce(&took, &per_call, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int calls = per_call > 0 ? (int)(o->window_us / per_call) : iters;
+    if (calls > iters) calls = iters;
+    if (calls < 1) calls = 1;
+    const int nw = o->windows;
+    double *mine = malloc(sizeof(double) * 2 * nw), *sums = malloc(sizeof(double) * 2 * nw);
+    if (!mine || !sums) MPI_Abort(MPI_COMM_WORLD, 2);
+    for (int w = 0; w < nw; ++w)
+        for (int j = 0; j < 2; ++j) {
+            const int side = (w & 1) ? 1 - j : j;
+            bench_comm = comms[side];
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            for (int k = 0; k < calls; ++k) one_call(o, t, sb, rb, count, counts);
+            mine[side * nw + w] = (MPI_Wtime() - t0) / calls * 1e6;
+        }
+    MPI_Reduce(mine, sums, 2 * nw, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int side = 0; side < 2; ++side) {
+        double *v = sums + side * nw;
+        for (int w = 0; w < nw; ++w) v[w] /= size;
+        qsort(v, (size_t)nw, sizeof(double), compare_doubles);
+        out[side].avg = nw % 2 ? v[nw / 2] : (v[nw / 2 - 1] + v[nw / 2]) / 2;
+        out[side].mn = v[0];
+        out[side].mx = v[nw - 1];
+        out[side].comp = out[side].pure = 0;
+        out[side].iters = calls * nw;
+    }
+    free(mine);
+    free(sums);
+}
+
 static void run_type(const struct options *o, const struct type_case *t) {
     const size_t cap_elems = (size_t)(o->max_bytes / t->size + 1) * size + 16;
     void *sb = malloc(cap_elems * t->size), *rb = malloc(cap_elems * t->size);
     int *counts = malloc(sizeof(int) * size);
-    if (!sb || !rb || !counts) {
+    /* --interleave-default: rows kept until the end, one table per side. */
+    const int sides = o->interleave_default ? 2 : 1;
+    int nrows = 0;
+    struct row *rows = malloc(sizeof(struct row) * 2 * 64);
+    if (!sb || !rb || !counts || !rows) {
         fprintf(stderr, "loom-bench: out of memory for %ld-byte messages\n", o->max_bytes);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -329,17 +516,13 @@ static void run_type(const struct options *o, const struct type_case *t) {
         printf("# Loom loom-bench %s%s Latency Test (OSU 7.2 format, %s)\n", o->nonblocking ? "Non-blocking " : "",
                coll_titles[o->coll], o->loom_api ? "libloom API" : "MPI calls");
         printf("# Datatype: %s.\n", t->mpi_name);
-        if (o->nonblocking) {
-            printf("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
-            printf("# %-10s %17s %17s %17s %17s", "Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
-        } else {
-            printf("# %-10s %17s", "Size", "Avg Latency(us)");
-        }
-        if (o->full) printf(" %17s %17s %12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
-        if (o->validate) printf(" %12s", "Validation");
-        if (o->bw) printf(" %14s %14s", "algbw(GB/s)", "busbw(GB/s)");
-        if (o->link_gbit > 0) printf(" %10s", "%bound");
-        printf("\n");
+        if (o->interleave_default)
+            printf("# Interleaved in this process: Open MPI's default collectives (a communicator with the info "
+                   "ompi_comm_coll_preference=^loom) and coll/loom, %d alternating windows of about %.0f us per size; "
+                   "latency = median window, min/max = extreme windows.\n",
+                   o->windows, o->window_us);
+        else
+            print_header(o);
         fflush(stdout);
     }
     int failed = 0;
@@ -349,86 +532,80 @@ static void run_type(const struct options *o, const struct type_case *t) {
         for (int r = 0; r < size; ++r) counts[r] = count;
         const int large = bytes > 8192;
         const int iters = large ? o->iters_large : o->iters, warmup = large ? o->warmup_large : o->warmup;
-        for (int w = 0; w < warmup; ++w) one_call(o, t, sb, rb, count, counts);
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        for (int k = 0; k < iters; ++k) one_call(o, t, sb, rb, count, counts);
-        double pure = (MPI_Wtime() - t0) / iters * 1e6;
-        double overall = pure, computed = 0;
-        if (o->nonblocking) {
-            /* OSU: compute as long as the pure communication took, testing
-             * -t times, then wait; overall includes everything. */
-            double pure_avg = 0;
-            MPI_Allreduce(&pure, &pure_avg, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double ov = 0, cp = 0;
-            for (int k = 0; k < iters; ++k) {
-                MPI_Request req = MPI_REQUEST_NULL;
-                loom_request_t lreq = NULL;
-                const double s = MPI_Wtime();
-                start(o, t, sb, rb, count, counts, &req, &lreq);
-                cp += compute(o, pure_avg, &req, &lreq);
-                wait_done(o, &req, &lreq);
-                ov += (MPI_Wtime() - s) * 1e6;
-            }
-            overall = ov / iters;
-            computed = cp / iters;
+        struct row *r = rows + 2 * nrows;
+        if (o->interleave_default) {
+            measure_interleaved(o, t, sb, rb, count, counts, iters, warmup, r);
+        } else {
+            measure_osu(o, t, sb, rb, count, counts, iters, warmup, r);
         }
-        double sum = 0, mn = 0, mx = 0, sum_pure = 0, sum_comp = 0;
-        MPI_Reduce(&overall, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&overall, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&overall, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&pure, &sum_pure, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&computed, &sum_comp, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        const int valid = o->validate ? check(o, t, sb, rb, count, counts) : 1;
-        if (o->validate) fill(t, sb, cap_elems);
-        failed |= !valid;
-        if (rank != 0) continue;
-        const double avg = sum / size, avg_pure = sum_pure / size, avg_comp = sum_comp / size;
-        /* S as nccl-tests counts it: the whole vector (allreduce), the whole
-         * input (reduce-scatter) or the whole output (allgather, alltoall). */
-        const double total = (double)bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
-        const double algbw = total / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
-        const double bound = bound_us(o, total);
-        const double overlap = o->nonblocking && avg_pure > 0
-                                   ? (100 - 100 * (avg - avg_comp) / avg_pure < 0 ? 0 : 100 - 100 * (avg - avg_comp) / avg_pure)
-                                   : 0;
-        if (o->nonblocking)
-            printf("%-12ld %17.2f %17.2f %17.2f %17.2f", bytes, avg, avg_comp, avg_pure, overlap);
-        else
-            printf("%-12ld %17.2f", bytes, avg);
-        if (o->full) printf(" %17.2f %17.2f %12d", mn, mx, iters);
-        if (o->validate) printf(" %12s", valid ? "Pass" : "Fail");
-        if (o->bw) printf(" %14.3f %14.3f", algbw, busbw);
-        if (o->link_gbit > 0) printf(" %10.1f", bound > 0 ? 100 * bound / avg : 0);
-        printf("\n");
-        fflush(stdout);
-        if (csv)
-            fprintf(csv, "%s%s,%s,%s,%d,%ld,%.3f,%.3f,%.3f,%d,%.4f,%.4f,%.1f,%.2f,%.2f,%.2f,%s\n",
-                    o->nonblocking ? "i" : "", coll_names[o->coll], o->loom_api ? "loom" : "mpi", t->mpi_name, size,
-                    bytes, avg, mn, mx, iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0, avg_comp, avg_pure,
-                    overlap, o->validate ? (valid ? "pass" : "fail") : "");
-        if (json) {
-            fprintf(json,
-                    "%s\n  {\"collective\": \"%s%s\", \"api\": \"%s\", \"datatype\": \"%s\", \"ranks\": %d, \"size\": %ld, "
-                    "\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"iterations\": %d, \"algbw_gbs\": %.4f, "
-                    "\"busbw_gbs\": %.4f, \"bound_pct\": %.1f, \"compute_us\": %.2f, \"pure_comm_us\": %.2f, "
-                    "\"overlap_pct\": %.2f, \"validation\": \"%s\"}",
-                    json_first ? "" : ",", o->nonblocking ? "i" : "", coll_names[o->coll], o->loom_api ? "loom" : "mpi",
-                    t->mpi_name, size, bytes, avg, mn, mx, iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0,
-                    avg_comp, avg_pure, overlap, o->validate ? (valid ? "pass" : "fail") : "");
-            json_first = 0;
+        for (int side = 0; side < sides; ++side) {
+            r[side].bytes = bytes;
+            r[side].valid = 1;
+            if (o->validate) {
+                if (o->interleave_default) bench_comm = side == 0 ? default_comm : loom_side_comm;
+                r[side].valid = check(o, t, sb, rb, count, counts);
+                fill(t, sb, cap_elems);
+            }
+            failed |= !r[side].valid;
+        }
+        if (o->interleave_default) {
+            if (++nrows == 64) break; /* sizes double: 64 rows span every long */
+        } else if (rank == 0) {
+            emit(o, t, r, o->loom_api ? "loom" : "mpi");
         }
     }
+    if (rank == 0 && o->interleave_default)
+        for (int side = 0; side < 2; ++side) {
+            /* loom-compare splits the output at these lines. */
+            printf("# Side: %s\n", side == 0 ? "default" : "loom");
+            print_header(o);
+            for (int k = 0; k < nrows; ++k) emit(o, t, rows + 2 * k + side, side == 0 ? "default" : "loom");
+            if (side == 0) printf("\n");
+        }
     if (rank == 0) printf("\n");
     free(sb);
     free(rb);
     free(counts);
+    free(rows);
     if (failed) {
         if (rank == 0) printf("DATA VALIDATION ERROR: %s %s\n", coll_names[o->coll], t->mpi_name);
         MPI_Finalize();
         exit(1);
     }
+}
+
+/* --interleave-default: a communicator coll/loom takes, and one made with
+ * Open MPI's info key ompi_comm_coll_preference = "^loom", which Open MPI
+ * gives to the modules it would pick without Loom. Returns NULL, or what
+ * is wrong. */
+static const char *make_interleave_comms(const struct options *o, char *why, size_t cap) {
+    if (o->nonblocking || o->loom_api) return "--interleave-default times blocking MPI calls only (no i prefix, no --api loom)";
+    /* coll/loom must be loaded and on, or both sides would be the default. */
+    int provided = 0, index = -1, n = 0, priority = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "--interleave-default: MPI_T_init_thread failed";
+    MPI_T_cvar_handle h;
+    const int found = MPI_T_cvar_get_index("coll_loom_priority", &index) == MPI_SUCCESS &&
+                      MPI_T_cvar_handle_alloc(index, NULL, &h, &n) == MPI_SUCCESS;
+    if (found) {
+        if (MPI_T_cvar_read(h, &priority) != MPI_SUCCESS) priority = 0;
+        MPI_T_cvar_handle_free(&h);
+    }
+    MPI_T_finalize();
+    if (!found)
+        return "--interleave-default needs coll/loom loaded (no MPI_T control variable coll_loom_priority; "
+               "add its folder to --mca mca_base_component_path)";
+    if (priority <= 0) {
+        snprintf(why, cap, "--interleave-default: coll_loom_priority is %d, so coll/loom takes no communicator "
+                           "(run with --mca coll_loom_priority 100)", priority);
+        return why;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &loom_side_comm);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "ompi_comm_coll_preference", "^loom");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &default_comm);
+    MPI_Info_free(&info);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -453,6 +630,16 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
+    bench_comm = MPI_COMM_WORLD;
+    if (o.interleave_default) {
+        char why[256];
+        const char *error = make_interleave_comms(&o, why, sizeof why);
+        if (error) {
+            if (rank == 0) fprintf(stderr, "loom-bench: %s\n", error);
+            MPI_Finalize();
+            return 2;
+        }
+    }
     counts64 = malloc(sizeof(int64_t) * size);
     if (o.loom_api && loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
         fprintf(stderr, "loom-bench: %s\n", loom_last_error());
@@ -476,6 +663,8 @@ int main(int argc, char **argv) {
         fclose(json);
     }
     if (lc) loom_comm_free(&lc);
+    if (default_comm != MPI_COMM_NULL) MPI_Comm_free(&default_comm);
+    if (loom_side_comm != MPI_COMM_NULL) MPI_Comm_free(&loom_side_comm);
     free(counts64);
     MPI_Finalize();
     return 0;

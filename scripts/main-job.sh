@@ -24,15 +24,14 @@ launcher="mpirun --oversubscribe --bind-to core:overload-allowed --mca btl self,
 if [ -f coll/component-path/mca_coll_loom.so ]; then
     ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi3
     [ -d "$ompi_dir" ] || ompi_dir=$(pkg-config --variable=libdir ompi-c)/openmpi
-    # loom-bench under Open MPI's default collectives and under coll/loom,
-    # interleaved, medians, ratio table and plots (build/main-job/*.png).
-    # 30 repetitions: each launch of either side lands in a fast or a slow
-    # mode (3.4 or 4.4 us for an 8-byte alltoall), Open MPI and Loom alike
-    # and about half the launches each (15/30 and 14/30 above 3.9 us in one
-    # 30-launch run), so a median of 15 launches falls in either mode: five
-    # 15-launch runs put the 8-128 B alltoall ratio at 0.97-1.17; 30 put it
-    # at 0.94-1.05.
-    LOOM_BENCH=$PWD/perf/loom-bench exec sh ../perf/loom-compare -n "$np" -r 30 -o main-job \
+    # loom-bench times Open MPI's default collectives and coll/loom in the
+    # same process, in alternating windows of about 2 ms (--same-process):
+    # this machine's speed drifts by a quarter within a second (an 8-byte
+    # alltoall takes 3.4 or 4.4 us, both sides alike), and separate launches
+    # of the two sides met it at different speeds: 30 interleaved launches
+    # each put the 8-64 B alltoall ratio anywhere from 0.94 to 1.20. Medians
+    # of 15 launches, ratio table and plots (build/main-job/*.png).
+    LOOM_BENCH=$PWD/perf/loom-bench exec sh ../perf/loom-compare --same-process -n "$np" -r 15 -o main-job \
         --mpirun "$launcher --mca mca_base_component_path $PWD/coll/component-path:$ompi_dir" "$@"
 fi
 # Without Open MPI's devel headers: libloom's API against MPI's collectives.

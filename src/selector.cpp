@@ -115,7 +115,8 @@ std::vector<const char *> default_preference(const CollArgs &a, std::string *why
                 return {"recursive_doubling", "ring"};
             }
             // Same bandwidth term; rabenseifner has lg p rounds to ring's
-            // 2(p-1). Measured at 4 ranks (perf/coll_compare): rabenseifner
+            // 2(p-1). Measured at 4 ranks in one job (Loom and Open MPI
+            // alternating, as loom-bench --interleave-default does): rabenseifner
             // 0.95-1.18x Open MPI up to 4 MiB where ring was 1.2-1.6x.
             if (bytes <= 512 * 1024 || a.nranks <= 8 || a.count < static_cast<size_t>(a.nranks) * 4) {
                 *why = "vector " + bytes_text(bytes) + (a.nranks <= 8 ? " on <= 8 ranks" : " <= 512 KiB");

@@ -126,6 +126,48 @@ for spec in "262144 66 0" "524288 0 33"; do
 done
 [ "$pieces_ok" = yes ] && echo "PASS: alltoall 256 KiB blocks through the rings in pieces, 512 KiB through the PML"
 
+# loom-bench --interleave-default: Open MPI's default and coll/loom in one
+# process. With -x 2 -i 10 and windows long enough for every iteration,
+# each side makes 2 warm-up, 3 x 10 timed and 1 validation calls: the
+# stats must count exactly the 33 of the Loom side, both sides must
+# validate, and misuse is refused with the reason.
+both=$(timeout 300 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 --mca coll_loom_stats 1 "$build/perf/loom-bench" alltoall -m 8:8 -i 10 -x 2 \
+    --interleave-default --windows 3 --window-us 1000000000 -f -c 2>&1)
+off=$(timeout 300 "$MPIEXEC" --oversubscribe -np 2 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    "$build/perf/loom-bench" alltoall -m 8:8 --interleave-default 2>&1)
+nonblocking=$(timeout 300 "$MPIEXEC" --oversubscribe -np 2 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 "$build/perf/loom-bench" ialltoall -m 8:8 --interleave-default 2>&1)
+if echo "$both" | grep -Eq "^  alltoall +33 .* scattered=33" &&
+    [ "$(echo "$both" | grep -Ec '^8 +[0-9.]+ +[0-9.]+ +[0-9.]+ +30 +Pass')" -eq 2 ] &&
+    echo "$both" | grep -q "^# Side: default" && echo "$both" | grep -q "^# Side: loom" &&
+    echo "$off" | grep -q "coll_loom_priority is 0, so coll/loom takes no communicator" &&
+    echo "$nonblocking" | grep -q "interleave-default times blocking MPI calls only"; then
+    echo "PASS: loom-bench --interleave-default (Loom counted only its own 33 calls; misuse refused)"
+else
+    echo "FAIL: loom-bench --interleave-default"
+    echo "$both"; echo "$off" | head -3; echo "$nonblocking" | head -3
+    status=1
+fi
+# loom-compare --same-process splits each launch's two tables into the
+# ompi and loom columns of its table, and refuses configurations.
+cmp_dir=$(mktemp -d)
+if LOOM_BENCH="$build/perf/loom-bench" sh "$(dirname "$0")/../../perf/loom-compare" --same-process -c alltoall -m 8:16 \
+    -r 2 -n 3 -i 20 -x 2 -b "--windows 3" -o "$cmp_dir/out" \
+    --mpirun "$MPIEXEC --oversubscribe --mca mca_base_component_path $(cd "$compdir" && pwd):$ompi_dir" >"$cmp_dir/log" 2>&1 &&
+    [ "$(grep -Ec '^(8|16) +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$cmp_dir/out/alltoall.table")" -eq 2 ] &&
+    grep -q "both sides in one process" "$cmp_dir/out/alltoall.table" &&
+    [ "$(grep -c -- '--interleave-default' "$cmp_dir/out/commands.txt")" -eq 2 ] &&
+    ! sh "$(dirname "$0")/../../perf/loom-compare" --same-process x='--mca a b' -o "$cmp_dir/bad" 2>"$cmp_dir/err" &&
+    grep -q "give MCA arguments in --mpirun" "$cmp_dir/err"; then
+    echo "PASS: loom-compare --same-process"
+else
+    echo "FAIL: loom-compare --same-process"
+    cat "$cmp_dir/log" "$cmp_dir/out/alltoall.table" "$cmp_dir/err" 2>/dev/null
+    status=1
+fi
+rm -rf "$cmp_dir"
+
 # Emulated nodes through the component: 4 ranks as 2 nodes and 5 ranks on
 # uneven, interleaved nodes, each node-aware algorithm forced; the stats must
 # show shared memory only within an emulated node.
