@@ -14,6 +14,7 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
+#include "opal/mca/base/mca_base_var.h"
 #include "loom.h"
 
 BEGIN_C_DECLS
@@ -46,6 +47,9 @@ typedef struct mca_coll_loom_component_t {
     bool stats;
     int param_count;      /* libloom parameters exposed as MCA variables */
     char **param_values;  /* their values, by libloom parameter index */
+    /* The MCA variables of those changeable at run time (NULL for the
+     * others): an MPI_T write gives its variable the source SET. */
+    const struct mca_base_var_t **param_vars;
 } mca_coll_loom_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;

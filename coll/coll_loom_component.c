@@ -127,7 +127,8 @@ static int loom_register(void) {
     const int n = loom_param_count();
     mca_coll_loom_component.param_count = n;
     mca_coll_loom_component.param_values = calloc((size_t)n, sizeof(char *));
-    if (!mca_coll_loom_component.param_values) return OMPI_ERR_OUT_OF_RESOURCE;
+    mca_coll_loom_component.param_vars = calloc((size_t)n, sizeof(*mca_coll_loom_component.param_vars));
+    if (!mca_coll_loom_component.param_values || !mca_coll_loom_component.param_vars) return OMPI_ERR_OUT_OF_RESOURCE;
     for (int i = 0; i < n; ++i) {
         const char *name, *def, *help;
         int level;
@@ -138,11 +139,13 @@ static int loom_register(void) {
          * it only when a communicator is set up; a write applies from the
          * next collective call on each communicator. */
         const bool runtime = mca_coll_loom_param_is_runtime(name);
-        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0,
-                                              runtime ? MCA_BASE_VAR_FLAG_SETTABLE : 0,
-                                              (mca_base_var_info_lvl_t)(level - 1),
-                                              runtime ? MCA_BASE_VAR_SCOPE_ALL : MCA_BASE_VAR_SCOPE_READONLY,
-                                              &mca_coll_loom_component.param_values[i]);
+        const int index = mca_base_component_var_register(
+            c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, runtime ? MCA_BASE_VAR_FLAG_SETTABLE : 0,
+            (mca_base_var_info_lvl_t)(level - 1), runtime ? MCA_BASE_VAR_SCOPE_ALL : MCA_BASE_VAR_SCOPE_READONLY,
+            &mca_coll_loom_component.param_values[i]);
+        const mca_base_var_t *var = NULL;
+        if (runtime && index >= 0 && mca_base_var_get(index, &var) == OPAL_SUCCESS)
+            mca_coll_loom_component.param_vars[i] = var;
     }
     return OMPI_SUCCESS;
 }
@@ -151,6 +154,8 @@ static int loom_close(void) {
     mca_coll_loom_progress_fini();
     free(mca_coll_loom_component.param_values);
     mca_coll_loom_component.param_values = NULL;
+    free(mca_coll_loom_component.param_vars);
+    mca_coll_loom_component.param_vars = NULL;
     return OMPI_SUCCESS;
 }
 

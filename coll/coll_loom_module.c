@@ -67,12 +67,17 @@ bool mca_coll_loom_param_is_runtime(const char *name) {
 
 void mca_coll_loom_sync_params(mca_coll_loom_module_t *m) {
     if (!m->applied) return;
-    /* Compared by content: Open MPI frees the old string when MPI_T writes
-     * a new one, and the new one may land at the same address. A dozen
-     * short strcmp per call. */
     for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
-        const char *now = mca_coll_loom_component.param_values[i];
-        if (!m->applied[i] || !now || !strcmp(now, m->applied[i])) continue;
+        /* Only an MPI_T write gives a variable the source SET: until then
+         * one load per parameter, not a strcmp (a dozen cost 30-60 ns of
+         * the 160 ns a one-rank alltoall took). After one, compared by
+         * content: Open MPI frees the old string and the new one may land
+         * at the same address. */
+        const mca_base_var_t *var = mca_coll_loom_component.param_vars[i];
+        if (!var || var->mbv_source != MCA_BASE_VAR_SOURCE_SET || !m->applied[i]) continue;
+        /* Open MPI stores an empty string as NULL. */
+        const char *now = mca_coll_loom_component.param_values[i] ? mca_coll_loom_component.param_values[i] : "";
+        if (!strcmp(now, m->applied[i])) continue;
         const char *name;
         if (loom_param_info(i, &name, NULL, NULL, NULL) != LOOM_SUCCESS) continue;
         if (loom_comm_set_param(m->loom, name, now) != LOOM_SUCCESS) {
@@ -125,10 +130,10 @@ static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) 
     m->applied = calloc((size_t)mca_coll_loom_component.param_count, sizeof(char *));
     for (int i = 0; m->applied && i < mca_coll_loom_component.param_count; ++i) {
         const char *name;
-        if (loom_param_info(i, &name, NULL, NULL, NULL) != LOOM_SUCCESS || !mca_coll_loom_param_is_runtime(name) ||
-            !mca_coll_loom_component.param_values[i])
+        if (loom_param_info(i, &name, NULL, NULL, NULL) != LOOM_SUCCESS || !mca_coll_loom_param_is_runtime(name))
             continue;
-        m->applied[i] = strdup(mca_coll_loom_component.param_values[i]);
+        const char *value = mca_coll_loom_component.param_values[i];
+        m->applied[i] = strdup(value ? value : "");
     }
     if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
     if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");

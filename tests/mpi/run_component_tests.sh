@@ -200,6 +200,8 @@ run 3 "MPI_T cvar write" "allreduce=direct allreduce=ring"
 program=
 grep -q "coll_loom_allreduce_algorithm = 'no_such_algorithm' set through MPI_T" "$log" ||
     { echo "FAIL: the bad MPI_T value was not reported"; status=1; }
+grep -q "coll_loom_cost_model = 'no_such_model' set through MPI_T" "$log" ||
+    { echo "FAIL: an MPI_T write of a parameter with an empty default was not applied"; status=1; }
 
 # A rules file through coll_loom_rules_file decides, and verbose 1 explains
 # the choice with the model's runners-up.

@@ -1,6 +1,8 @@
 /* coll/loom's parameters through MPI_T: an algorithm written with
  * MPI_T_cvar_write applies from the next call; a bad value is reported and
- * the previous one kept; a parameter read only at set-up refuses writes.
+ * the previous one kept (also for a parameter whose default is empty,
+ * which Open MPI stores as NULL); a parameter read only at set-up refuses
+ * writes.
  * Run under mpirun with coll/loom loaded and coll_loom_stats 1: the stats
  * must show allreduce under both the default choice and ring. */
 #include <mpi.h>
@@ -50,6 +52,11 @@ int main(int argc, char **argv) {
     check(MPI_T_cvar_write(algorithm, "no_such_algorithm") == MPI_SUCCESS, "writing a bad algorithm name");
     allreduce_rounds(10, size); /* reported once, ring kept */
     check(MPI_T_cvar_write(shared, "0") != MPI_SUCCESS, "coll_loom_shared_memory refuses writes");
+    MPI_T_cvar_handle model;
+    check(cvar("coll_loom_cost_model", &model), "coll_loom_cost_model is a control variable");
+    check(MPI_T_cvar_write(model, "no_such_model") == MPI_SUCCESS, "writing a bad cost model");
+    allreduce_rounds(2, size); /* reported once */
+    MPI_T_cvar_handle_free(&model);
 
     MPI_T_cvar_handle_free(&algorithm);
     MPI_T_cvar_handle_free(&shared);
