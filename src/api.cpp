@@ -28,7 +28,7 @@ namespace loom {
 namespace {
 
 // Above this many bytes per buffer the arithmetic of offsets could overflow.
-constexpr long double kMaxBufferBytes = static_cast<long double>(1ULL << 60);
+constexpr unsigned __int128 kMaxBufferBytes = 1ULL << 60;
 
 Status check_comm(loom_comm_t comm) {
     if (!comm || !comm->impl) return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is NULL (create it with loom_comm_create)");
@@ -38,7 +38,11 @@ Status check_comm(loom_comm_t comm) {
 Status check_count(int64_t count, const char *what, size_t elem_size, int nranks) {
     if (count < 0)
         return fail(LOOM_ERR_INVALID_COUNT, std::string(what) + " is negative (" + std::to_string(count) + ")");
-    if (static_cast<long double>(count) * elem_size * nranks > kMaxBufferBytes)
+    // Integer arithmetic: a long double product cost more than the rest of
+    // a one-rank call's checks. count * elem_size < 2^127; once it is at
+    // most 2^60, times nranks < 2^31 still fits.
+    const unsigned __int128 per_rank = static_cast<unsigned __int128>(count) * elem_size;
+    if (per_rank > kMaxBufferBytes || per_rank * static_cast<unsigned>(nranks) > kMaxBufferBytes)
         return fail(LOOM_ERR_INVALID_COUNT, std::string(what) + " = " + std::to_string(count) + " elements of " +
                                                 std::to_string(elem_size) + " bytes on " + std::to_string(nranks) +
                                                 " ranks is too large to address");
@@ -121,16 +125,17 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     a.collective = Collective::reduce_scatter;
     const int p = comm->impl->size();
     const size_t elem_size = elem_size_or_one(t);
-    long double total = 0;
+    unsigned __int128 total_bytes = 0;  // at most p * 2^60: no overflow
     a.recv_counts.resize(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) {
         // The message naming the entry is built only when it is bad: this loop runs on every call.
-        if (counts[i] < 0 || static_cast<long double>(counts[i]) * elem_size > kMaxBufferBytes)
+        const unsigned __int128 bytes = static_cast<unsigned __int128>(counts[i] < 0 ? 0 : counts[i]) * elem_size;
+        if (counts[i] < 0 || bytes > kMaxBufferBytes)
             return check_count(counts[i], ("recvcounts[" + std::to_string(i) + "]").c_str(), elem_size, 1);
-        total += counts[i];
+        total_bytes += bytes;
         a.recv_counts[static_cast<size_t>(i)] = static_cast<size_t>(counts[i]);
     }
-    if (total * elem_size > kMaxBufferBytes)
+    if (total_bytes > kMaxBufferBytes)
         return fail(LOOM_ERR_INVALID_COUNT, "the sum of recvcounts is too large to address");
     return start_call(comm, std::move(a), s, r, t, op, true, req);
 }

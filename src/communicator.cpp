@@ -72,7 +72,7 @@ Status Communicator::progress_all() {
 }
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
-    : transport_(std::move(transport)), config_(std::move(config)) {
+    : transport_(std::move(transport)), rank_(transport_->rank()), size_(transport_->size()), config_(std::move(config)) {
     nodes_ = NodeMap::single_node(transport_->size());
 }
 

@@ -53,8 +53,10 @@ class Communicator {
   public:
     Communicator(std::unique_ptr<Transport> transport, Config config);
     ~Communicator();
-    int rank() const { return transport_->rank(); }
-    int size() const { return transport_->size(); }
+    // Kept: a transport's rank and size never change (wrapping it in shared
+    // memory keeps them), and every call asks several times.
+    int rank() const { return rank_; }
+    int size() const { return size_; }
     Config &config() { return config_; }
     Transport &transport() { return *transport_; }
 
@@ -85,6 +87,7 @@ class Communicator {
   private:
 
     std::unique_ptr<Transport> transport_;
+    int rank_ = 0, size_ = 1;
     Config config_;
     uint32_t next_tag_ = 0;
     const char *last_algorithm_[kCollectiveCount] = {};

@@ -61,6 +61,17 @@ int main(int argc, char **argv) {
     bad_counts[size - 1] = -5;
     expect(loom_reduce_scatter(buf, out, bad_counts, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "recvcounts[",
            "negative recvcount");
+    /* One entry past 2^60 bytes, and (two or more ranks) entries each
+     * within it whose sum is not. */
+    bad_counts[size - 1] = (int64_t)1 << 59;
+    expect(loom_reduce_scatter(buf, out, bad_counts, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "recvcounts[",
+           "huge recvcount");
+    for (int i = 0; i < size && i < 64; ++i) bad_counts[i] = ((int64_t)1 << 58) / 3 * 2;
+    if (size >= 2)
+        expect(loom_reduce_scatter(buf, out, bad_counts, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT,
+               "sum of recvcounts", "huge sum of recvcounts");
+    expect(loom_allreduce(buf, out, ((int64_t)1 << 58) + 1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "too large",
+           "count just past 2^60 bytes");
     expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "bogus",
            "set unknown algorithm");
     expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "rabenseifner",
