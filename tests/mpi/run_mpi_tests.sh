@@ -95,6 +95,25 @@ else
     cat "$tmp/cmp.out" "$tmp/cmp/allreduce.table" 2>/dev/null
     status=1
 fi
+# loom-compare's ratio is paired: the median of each repetition's ratio.
+# Three made-up repetitions at 8 B, the machine in a fast (10 us) or a slow
+# (14 us) mode: the sides' medians are 14 and 10.8 (0.77), but the
+# loom/ompi ratios 1.05, 0.77 and 1.02 have the median 1.02.
+mkdir -p "$tmp/paired"
+printf '# load average before: 0 0 0\n' >"$tmp/paired/commands.txt"
+for rep in "1 10 10.5" "2 14 10.8" "3 14.2 14.5"; do
+    set -- $rep
+    printf '8 %s 0 0\n' "$2" >"$tmp/paired/raw.allreduce.ompi.$1.txt"
+    printf '8 %s 0 0\n' "$3" >"$tmp/paired/raw.allreduce.loom.$1.txt"
+done
+if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" --no-run -c allreduce -r 3 -o "$tmp/paired" \
+    >"$tmp/paired.out" 2>&1 && grep -Eq '^8 +14.00 +10.80 +1.02$' "$tmp/paired/allreduce.table"; then
+    echo "PASS: loom-compare pairs its ratios by repetition"
+else
+    echo "FAIL: loom-compare's ratio is not the median of the paired ratios"
+    cat "$tmp/paired.out" "$tmp/paired/allreduce.table" 2>/dev/null
+    status=1
+fi
 rm -rf "$tmp"
 # Inboxes whose owner has exited (a test running alongside may own live ones).
 left=$(sh "$(dirname "$0")/stale_inboxes.sh")
