@@ -47,9 +47,11 @@ typedef struct mca_coll_loom_component_t {
     bool stats;
     int param_count;      /* libloom parameters exposed as MCA variables */
     char **param_values;  /* their values, by libloom parameter index */
-    /* The MCA variables of those changeable at run time (NULL for the
-     * others): an MPI_T write gives its variable the source SET. */
-    const struct mca_base_var_t **param_vars;
+    /* Those changeable at run time: their indices, and where their MCA
+     * variables keep their source (an MPI_T write makes it SET). */
+    int runtime_count;
+    int *runtime_params;
+    const mca_base_var_source_t **runtime_sources;
 } mca_coll_loom_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;

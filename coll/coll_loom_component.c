@@ -127,8 +127,12 @@ static int loom_register(void) {
     const int n = loom_param_count();
     mca_coll_loom_component.param_count = n;
     mca_coll_loom_component.param_values = calloc((size_t)n, sizeof(char *));
-    mca_coll_loom_component.param_vars = calloc((size_t)n, sizeof(*mca_coll_loom_component.param_vars));
-    if (!mca_coll_loom_component.param_values || !mca_coll_loom_component.param_vars) return OMPI_ERR_OUT_OF_RESOURCE;
+    mca_coll_loom_component.runtime_count = 0;
+    mca_coll_loom_component.runtime_params = calloc((size_t)n, sizeof(int));
+    mca_coll_loom_component.runtime_sources = calloc((size_t)n, sizeof(*mca_coll_loom_component.runtime_sources));
+    if (!mca_coll_loom_component.param_values || !mca_coll_loom_component.runtime_params ||
+        !mca_coll_loom_component.runtime_sources)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     for (int i = 0; i < n; ++i) {
         const char *name, *def, *help;
         int level;
@@ -144,8 +148,11 @@ static int loom_register(void) {
             (mca_base_var_info_lvl_t)(level - 1), runtime ? MCA_BASE_VAR_SCOPE_ALL : MCA_BASE_VAR_SCOPE_READONLY,
             &mca_coll_loom_component.param_values[i]);
         const mca_base_var_t *var = NULL;
-        if (runtime && index >= 0 && mca_base_var_get(index, &var) == OPAL_SUCCESS)
-            mca_coll_loom_component.param_vars[i] = var;
+        if (runtime && index >= 0 && mca_base_var_get(index, &var) == OPAL_SUCCESS) {
+            const int k = mca_coll_loom_component.runtime_count++;
+            mca_coll_loom_component.runtime_params[k] = i;
+            mca_coll_loom_component.runtime_sources[k] = &var->mbv_source;
+        }
     }
     return OMPI_SUCCESS;
 }
@@ -154,8 +161,11 @@ static int loom_close(void) {
     mca_coll_loom_progress_fini();
     free(mca_coll_loom_component.param_values);
     mca_coll_loom_component.param_values = NULL;
-    free(mca_coll_loom_component.param_vars);
-    mca_coll_loom_component.param_vars = NULL;
+    free(mca_coll_loom_component.runtime_params);
+    free(mca_coll_loom_component.runtime_sources);
+    mca_coll_loom_component.runtime_params = NULL;
+    mca_coll_loom_component.runtime_sources = NULL;
+    mca_coll_loom_component.runtime_count = 0;
     return OMPI_SUCCESS;
 }
 

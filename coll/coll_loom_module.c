@@ -67,14 +67,19 @@ bool mca_coll_loom_param_is_runtime(const char *name) {
 
 void mca_coll_loom_sync_params(mca_coll_loom_module_t *m) {
     if (!m->applied) return;
-    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
-        /* Only an MPI_T write gives a variable the source SET: until then
-         * one load per parameter, not a strcmp (a dozen cost 30-60 ns of
-         * the 160 ns a one-rank alltoall took). After one, compared by
-         * content: Open MPI frees the old string and the new one may land
-         * at the same address. */
-        const mca_base_var_t *var = mca_coll_loom_component.param_vars[i];
-        if (!var || var->mbv_source != MCA_BASE_VAR_SOURCE_SET || !m->applied[i]) continue;
+    /* Only an MPI_T write gives a variable the source SET: until then one
+     * load per parameter, independent of each other, instead of a strcmp
+     * (a dozen cost 30-60 ns of the 160 ns a one-rank alltoall took). */
+    const int n = mca_coll_loom_component.runtime_count;
+    const mca_base_var_source_t *const *sources = mca_coll_loom_component.runtime_sources;
+    int written = 0;
+    for (int k = 0; k < n; ++k) written |= *sources[k] == MCA_BASE_VAR_SOURCE_SET;
+    if (!written) return;
+    for (int k = 0; k < n; ++k) {
+        /* Compared by content: Open MPI frees the old string and the new
+         * one may land at the same address. */
+        const int i = mca_coll_loom_component.runtime_params[k];
+        if (*sources[k] != MCA_BASE_VAR_SOURCE_SET || !m->applied[i]) continue;
         /* Open MPI stores an empty string as NULL. */
         const char *now = mca_coll_loom_component.param_values[i] ? mca_coll_loom_component.param_values[i] : "";
         if (!strcmp(now, m->applied[i])) continue;
