@@ -73,7 +73,7 @@ Status Communicator::progress_all() {
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
     : transport_(std::move(transport)), rank_(transport_->rank()), size_(transport_->size()), config_(std::move(config)) {
-    nodes_ = NodeMap::single_node(transport_->size());
+    nodes_ = NodeMap::single_node(size_);
 }
 
 Communicator::~Communicator() {
@@ -114,9 +114,9 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
         return LOOM_SUCCESS;
     }
     Selection sel;
-    LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel));
+    CollArgs tuned = with_knobs(a);
+    LOOM_RETURN_IF_ERROR(select_algorithm(config_, tuned, &sel));
     ++plan_builds_;
-    CollArgs tuned = a;
     sel.apply_knobs(&tuned);  // a rule's segment size, radix ...
     Program program = build_program(*sel.algorithm, tuned, rank());
     if (a.collective == Collective::alltoall)
@@ -138,10 +138,15 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.nranks = size();
     args.elem_size = datatype_info(type)->size;
     args.in_place = in_place;
-    knobs_from_config(config_, &args);
     args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
     args.nodes = &nodes_;
-    args.ring_piece_bytes = alltoall_ring_piece_bytes(args, config_, ring_message_max_, ring_bytes_);
+}
+
+CollArgs Communicator::with_knobs(const CollArgs &args) const {
+    CollArgs full = args;
+    knobs_from_config(config_, &full);
+    full.ring_piece_bytes = alltoall_ring_piece_bytes(full, config_, ring_message_max_, ring_bytes_);
+    return full;
 }
 
 Status Communicator::set_nodes(NodeMap nodes) {
@@ -241,8 +246,9 @@ void Communicator::explain_once(const CollArgs &args) {
     for (size_t b = bytes; b; b >>= 1) ++bucket;
     if (!explained_.insert({static_cast<int>(args.collective), bucket}).second) return;
     Explanation e;
-    if (explain_selection(config_, args, &e) == LOOM_SUCCESS)
-        std::fprintf(stderr, "loom: %s\n", explanation_line(args, e).c_str());
+    const CollArgs full = with_knobs(args);
+    if (explain_selection(config_, full, &e) == LOOM_SUCCESS)
+        std::fprintf(stderr, "loom: %s\n", explanation_line(full, e).c_str());
 }
 
 Status Communicator::run(CollArgs args, const CallData &call) {

@@ -115,9 +115,14 @@ class Communicator {
         std::string why;
         std::shared_ptr<const Program> program;
     };
-    // Fills what a call's plan depends on besides its shape: rank count,
-    // element size, in-place, and the algorithm knobs of the parameters.
+    // Fills what every call needs besides its shape: rank count, element
+    // size, in-place, the node layout.
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
+    // args plus what only choosing and building a plan reads: the
+    // parameters' knobs and the alltoall piece size. Plans are cached under
+    // the parameters' generation, so a call whose plan is cached needs
+    // neither.
+    CollArgs with_knobs(const CollArgs &args) const;
     Status plan_for(const CollArgs &args, const CachedPlan **out);
     Status lookup_plan(const CollArgs &args, const CachedPlan **out);
     // Completes args in place (they are the caller's scratch) and starts the plan.
