@@ -368,9 +368,9 @@ static void emit(const struct options *o, const struct type_case *t, const struc
     const double total = (double)r->bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
     const double algbw = total / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
     const double bound = bound_us(o, total);
-    const double overlap = o->nonblocking && r->pure > 0
-                               ? (100 - 100 * (avg - r->comp) / r->pure < 0 ? 0 : 100 - 100 * (avg - r->comp) / r->pure)
-                               : 0;
+    /* OSU's overlap: max(0, 100 - 100 (overall - compute) / pure). */
+    double overlap = o->nonblocking && r->pure > 0 ? 100 - 100 * (avg - r->comp) / r->pure : 0;
+    if (overlap < 0) overlap = 0;
     if (o->nonblocking)
         printf("%-12ld %17.2f %17.2f %17.2f %17.2f", r->bytes, avg, r->comp, r->pure, overlap);
     else
