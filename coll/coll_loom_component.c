@@ -81,9 +81,10 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
     loom_transport_info_t t;
     if (world && loom_comm_transport_info(world, &t) == LOOM_SUCCESS) {
         if (!strcmp(t.name, "shared_memory"))
-            printf("  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends), "
-                   "point-to-point otherwise (%llu sends)\n",
-                   t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.point_to_point_sends);
+            printf("  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends, %llu by "
+                   "single copy), point-to-point otherwise (%llu sends)\n",
+                   t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.single_copy_sends,
+                   (unsigned long long)t.point_to_point_sends);
         else
             printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
     }

@@ -375,6 +375,7 @@ int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     info->node_ranks = static_cast<int>(node_ranks);
     info->shared_memory_sends = shm;
     info->point_to_point_sends = p2p;
+    info->single_copy_sends = shm_single_copy_sends(t);
     return LOOM_SUCCESS;
 }
 

@@ -183,7 +183,10 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     const size_t ring_bytes = node.geometry.ring_bytes();
     const size_t max_bytes =
         shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
-    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node), max_bytes, &wrapped));
+    SingleCopyPolicy single_copy;
+    single_copy.mode = static_cast<SingleCopyPolicy::Mode>(config_.integer(kParamSingleCopy));
+    single_copy.min_bytes = static_cast<size_t>(config_.integer(kParamSingleCopyMinBytes));
+    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node), max_bytes, single_copy, &wrapped));
     transport_ = std::move(wrapped);
     shared_memory_ranks_ = node_ranks;
     ring_message_max_ = max_bytes;

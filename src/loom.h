@@ -148,11 +148,14 @@ int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
  * intra-node path is attached (over a point-to-point transport), else that
  * transport's ("mpi", "external"). With shared memory, `node_ranks` is the
  * number of ranks sharing it (this one included) and the two counters the
- * sends each path has carried; otherwise 1, 0 and 0. */
+ * sends each path has carried; otherwise 1, 0 and 0. single_copy_sends:
+ * of the shared-memory sends, those the receiver read straight from this
+ * process's memory (the single_copy parameter). */
 typedef struct loom_transport_info {
     const char *name;
     int node_ranks;
     uint64_t shared_memory_sends, point_to_point_sends;
+    uint64_t single_copy_sends;
 } loom_transport_info_t;
 int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info);
 

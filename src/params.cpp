@@ -50,6 +50,17 @@ const std::vector<ParamSpec> &param_table() {
          "buffers between Loom's alltoalls: alternating with them, ring copies of 16-128 KiB blocks were measured "
          "up to 2.7x slower",
          0, 1LL << 30, Collective::alltoall},
+        {kParamSingleCopy, "single_copy", ParamType::integer, "1", 5,
+         "How shared-memory messages of at least single_copy_min_bytes are handed over. 0: through the rings (the "
+         "sender copies into a ring, the receiver out of it); 1: by single copy (the receiver reads the send buffer "
+         "from the sender's memory, CMA process_vm_readv) whenever each receiver measures it cheaper than the "
+         "rings, trying both now and then; 2: always by single copy. Never between processes that may not read "
+         "each other's memory (ptrace rules). Read when the communicator is created",
+         0, 2, Collective::allreduce},
+        {kParamSingleCopyMinBytes, "single_copy_min_bytes", ParamType::size, "16KiB", 5,
+         "Smallest shared-memory message that single_copy applies to (smaller ones always go through the rings). "
+         "Read when the communicator is created",
+         1, 1LL << 30, Collective::allreduce},
         {kParamRulesFile, "rules_file", ParamType::path, "", 4,
          "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
          "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",

@@ -27,6 +27,8 @@ enum ParamId {
     kParamSharedMemory,
     kParamShmMaxBytes,
     kParamAlltoallShmMaxBytes,
+    kParamSingleCopy,
+    kParamSingleCopyMinBytes,
     kParamTopology,
     kParamRulesFile,
     kParamCostModel,

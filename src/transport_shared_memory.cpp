@@ -2,22 +2,29 @@
 
 #include <dirent.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <deque>
 
+#include "copy_path_chooser.hpp"
+
 namespace loom {
 namespace {
 
-constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d31ULL;  // "loom-sm1"
+constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d32ULL;  // "loom-sm2"
 constexpr size_t kHeaderBytes = 64;
+// Read by a receiver from its sender's memory to learn whether it may copy
+// straight out of that process (CMA: process_vm_readv).
+const uint64_t kSingleCopyProbe = kInboxMagic;
 constexpr size_t kCellHeaderBytes = 64;  // keeps payloads cache-line aligned
 
 struct InboxHeader {
@@ -33,21 +40,60 @@ static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line")
 
 // One cell: `full` is set by the sender after the payload (release) and
 // cleared by the receiver after reading it (release). The first cell of a
-// message carries its tag and size; the following ones only payload.
+// message carries its tag and size; the following ones only payload. A
+// single-copy message is one cell without payload: `source` is the send
+// buffer in the sender's memory, which the receiver reads with
+// process_vm_readv; it writes `copy_errno` before clearing `full`, and the
+// send completes when the sender sees the cell empty.
 struct CellHeader {
     std::atomic<uint32_t> full;
     uint32_t tag;
     uint64_t message_bytes;
+    int32_t sender_pid;
+    int32_t copy_errno;  // single copy: 0, or why the receiver's read failed
+    uint64_t source;     // single copy: the send buffer's address; 0 for payload in cells
+    uint64_t probe;      // the address of kSingleCopyProbe in the sender
+    uint64_t write_ns;   // cells: the sender's copy time when it wrote the message whole and timed it, else 0
 };
+static_assert(sizeof(CellHeader) <= 64, "cell header fits its line");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "cells need lock-free flags across processes");
 
 size_t cell_stride(const ShmGeometry &g) { return kCellHeaderBytes + g.cell_payload; }
 
 InboxHeader *header_of(unsigned char *inbox) { return reinterpret_cast<InboxHeader *>(inbox); }
 
-// The ring `sender_index` writes into, inside `inbox`.
-unsigned char *channel(unsigned char *inbox, size_t sender_index, const ShmGeometry &g) {
-    return inbox + kHeaderBytes + sender_index * g.cells * cell_stride(g);
+// After the header line: one byte per sender, the inbox owner's word on how
+// that sender should hand over messages of single-copy size: kUseSingleCopy,
+// or through the cells (0 before it has tried to read the sender's memory,
+// kSingleCopyRefused when it may not, kUseCells when cells are cheaper);
+// the rings start on the next line.
+constexpr uint8_t kUseSingleCopy = 1, kSingleCopyRefused = 2, kUseCells = 3;
+size_t header_area_bytes(size_t nlocal) { return kHeaderBytes + (nlocal + 63) / 64 * 64; }
+std::atomic<uint8_t> *single_copy_flag(unsigned char *inbox, size_t sender_index) {
+    return reinterpret_cast<std::atomic<uint8_t> *>(inbox + kHeaderBytes + sender_index);
+}
+static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free, "flag bytes");
+
+// The ring `sender_index` writes into, inside `inbox` of `nlocal` channels.
+unsigned char *channel(unsigned char *inbox, size_t nlocal, size_t sender_index, const ShmGeometry &g) {
+    return inbox + header_area_bytes(nlocal) + sender_index * g.cells * cell_stride(g);
+}
+
+// Reads `bytes` at `source` in process `pid` into `dest`: 0, or the errno.
+int read_from_process(int pid, uint64_t source, unsigned char *dest, size_t bytes) {
+    size_t done = 0;
+    while (done < bytes) {
+        struct iovec local = {dest + done, bytes - done};
+        struct iovec remote = {reinterpret_cast<void *>(source + done), bytes - done};
+        const ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EFAULT;
+        done += static_cast<size_t>(n);
+    }
+    return 0;
 }
 
 struct ShmOp {
@@ -59,6 +105,7 @@ struct ShmOp {
     size_t bytes = 0;
     size_t moved = 0;             // sends: bytes written to the ring so far
     bool header_written = false;  // sends
+    int copy_errno = 0;           // a failed single copy (on both sides)
 };
 
 // A message taken out of its ring before its receive was posted.
@@ -68,12 +115,21 @@ struct Unexpected {
     std::unique_ptr<unsigned char[]> data;
     size_t size = 0, capacity = 0;
     bool complete = false;
+    int copy_errno = 0;
     ShmOp *claimed = nullptr;  // a receive posted while it was still arriving
 };
 
 struct PeerState {
     std::deque<ShmOp *> sends;  // in posting order; the front may be partly written
     uint64_t send_next = 0;     // next cell to write in the peer's inbox
+    // Single-copy sends handed over, with their cell, until the peer has read them.
+    std::deque<std::pair<ShmOp *, uint64_t>> reading;
+    // As a receiver: whether we may read this peer's memory (0: not tried,
+    // kUseSingleCopy, kSingleCopyRefused), what we last told it, and how
+    // its messages are doing on each path.
+    uint8_t single_copy = 0, told = 0;
+    CopyPathChooser chooser;
+    uint64_t in_write_ns = 0, in_read_start = 0;  // the message being read, when timed
     std::deque<ShmOp *> recvs;  // posted, not yet matched, in posting order
     uint64_t recv_next = 0;     // next cell to read in our inbox
     // The message being read: straight into a receive, or into `unexpected`.
@@ -88,8 +144,14 @@ class SharedMemoryTransport final : public Transport {
     static inline ShmOp *const kReleased = reinterpret_cast<ShmOp *>(alignof(ShmOp));
 
   public:
-    SharedMemoryTransport(std::unique_ptr<Transport> base, SharedMemoryNode node, size_t max_bytes)
-        : base_(std::move(base)), node_(std::move(node)), max_bytes_(max_bytes) {
+    SharedMemoryTransport(std::unique_ptr<Transport> base, SharedMemoryNode node, size_t max_bytes,
+                          SingleCopyPolicy single_copy)
+        : base_(std::move(base)),
+          node_(std::move(node)),
+          max_bytes_(max_bytes),
+          single_copy_mode_(single_copy.mode),
+          single_copy_min_(single_copy.mode == SingleCopyPolicy::never ? SIZE_MAX
+                                                                       : std::max<size_t>(single_copy.min_bytes, 1)) {
         const int p = base_->size();
         local_index_.assign(p, -1);
         for (size_t i = 0; i < node_.local_ranks.size(); ++i) local_index_[node_.local_ranks[i]] = static_cast<int>(i);
@@ -110,6 +172,7 @@ class SharedMemoryTransport final : public Transport {
     size_t node_ranks() const { return node_.local_ranks.size(); }
     uint64_t shm_sends() const { return shm_sends_; }
     uint64_t base_sends() const { return base_sends_; }
+    uint64_t single_copy_sends() const { return single_copy_sends_; }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
         const int li = route(peer, bytes, h->ring_limit);
@@ -211,6 +274,10 @@ class SharedMemoryTransport final : public Transport {
                 st = fail(LOOM_ERR_TRANSPORT, "shared-memory message from rank " +
                                                   std::to_string(node_.local_ranks[op->peer]) + " is larger than the " +
                                                   std::to_string(op->bytes) + "-byte receive");
+            if (op->copy_errno)
+                st = fail(LOOM_ERR_TRANSPORT, "single-copy transfer between this rank and rank " +
+                                                  std::to_string(node_.local_ranks[op->peer]) +
+                                                  " failed (process_vm_readv: " + std::strerror(op->copy_errno) + ")");
             release_op(op);
             hs[i]->layered = kReleased;
             ++*finished;
@@ -240,13 +307,14 @@ class SharedMemoryTransport final : public Transport {
     }
 
     unsigned char *cell(unsigned char *inbox, size_t sender_index, uint64_t seq) const {
-        return channel(inbox, sender_index, node_.geometry) + (seq % node_.geometry.cells) * stride_;
+        return channel(inbox, node_.local_ranks.size(), sender_index, node_.geometry) +
+               (seq % node_.geometry.cells) * stride_;
     }
 
     void poll() {
         for (size_t li = 0; li < peers_.size(); ++li) {
             if (li == my_index_) continue;
-            if (!peers_[li].sends.empty()) push_sends(peers_[li]);
+            if (!peers_[li].sends.empty() || !peers_[li].reading.empty()) push_sends(peers_[li]);
             pull_messages(li);
         }
         // Once every peer has mapped our inbox its name is no longer needed.
@@ -260,7 +328,11 @@ class SharedMemoryTransport final : public Transport {
     // exists the sends wait.
     void push_sends(PeerState &ps) {
         const size_t payload = node_.geometry.cell_payload;
-        while (!ps.sends.empty()) {
+        for (;;) {
+            // Before any cell is written: a single-copy cell that is empty
+            // again has been read (it must be seen before it is reused).
+            finish_read_sends(ps);
+            if (ps.sends.empty()) return;
             ShmOp *op = ps.sends.front();
             if (!node_.peers[op->peer]) {
                 bool mapped = false;
@@ -271,6 +343,11 @@ class SharedMemoryTransport final : public Transport {
                 if (!mapped) return;
             }
             unsigned char *inbox = node_.peers[op->peer]->data();
+            if (!op->header_written && op->bytes >= single_copy_min_ &&
+                single_copy_flag(inbox, my_index_)->load(std::memory_order_relaxed) == kUseSingleCopy) {
+                if (!push_single_copy(ps, op, inbox)) return;
+                continue;
+            }
             if (!op->header_written && push_whole(ps, op, inbox)) continue;
             unsigned char *c = cell(inbox, my_index_, ps.send_next);
             auto *ch = reinterpret_cast<CellHeader *>(c);
@@ -278,8 +355,7 @@ class SharedMemoryTransport final : public Transport {
             const size_t n = std::min(payload, op->bytes - op->moved);
             if (n) std::memcpy(c + kCellHeaderBytes, op->buf + op->moved, n);
             if (!op->header_written) {
-                ch->tag = op->tag;
-                ch->message_bytes = op->bytes;
+                write_first_header(ch, op, 0);
                 op->header_written = true;
             }
             op->moved += n;
@@ -306,8 +382,10 @@ class SharedMemoryTransport final : public Transport {
         const auto *last = reinterpret_cast<const CellHeader *>(cell(inbox, my_index_, ps.send_next + ncells - 1));
         if (last->full.load(std::memory_order_acquire)) return false;
         auto *first = reinterpret_cast<CellHeader *>(cell(inbox, my_index_, ps.send_next));
-        first->tag = op->tag;
-        first->message_bytes = op->bytes;
+        write_first_header(first, op, 0);
+        // Timed for the receiver's choice between cells and single copy.
+        const bool timed = single_copy_mode_ == SingleCopyPolicy::measured && op->bytes >= single_copy_min_;
+        const uint64_t start = timed ? now_ns() : 0;
         for (uint64_t k = 0; k < ncells; ++k) {
             unsigned char *c = cell(inbox, my_index_, ps.send_next + k);
             const size_t n = std::min(payload, op->bytes - op->moved);
@@ -315,6 +393,7 @@ class SharedMemoryTransport final : public Transport {
             op->moved += n;
             if (k > 0) reinterpret_cast<CellHeader *>(c)->full.store(1, std::memory_order_release);
         }
+        if (timed) first->write_ns = std::max<uint64_t>(now_ns() - start, 1);
         first->full.store(1, std::memory_order_release);
         op->header_written = true;
         ps.send_next += ncells;
@@ -322,6 +401,109 @@ class SharedMemoryTransport final : public Transport {
         op->done = true;
         ps.sends.pop_front();
         return true;
+    }
+
+    void write_first_header(CellHeader *ch, const ShmOp *op, uint64_t source) const {
+        ch->tag = op->tag;
+        ch->message_bytes = op->bytes;
+        ch->sender_pid = pid_;
+        ch->copy_errno = 0;
+        ch->source = source;
+        ch->probe = reinterpret_cast<uint64_t>(&kSingleCopyProbe);
+        ch->write_ns = 0;
+    }
+
+    static uint64_t now_ns() {
+        return static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+                .count());
+    }
+
+    // Hands a message over by single copy: one cell naming the send buffer,
+    // which the receiver reads straight into its receive buffer. The send
+    // completes once the cell is empty again (finish_read_sends). False
+    // while the ring is full.
+    bool push_single_copy(PeerState &ps, ShmOp *op, unsigned char *inbox) {
+        auto *ch = reinterpret_cast<CellHeader *>(cell(inbox, my_index_, ps.send_next));
+        if (ch->full.load(std::memory_order_acquire)) return false;
+        write_first_header(ch, op, reinterpret_cast<uint64_t>(op->buf));
+        op->header_written = true;
+        ch->full.store(1, std::memory_order_release);
+        ps.reading.emplace_back(op, ps.send_next);
+        ++ps.send_next;
+        ++cells_moved_;
+        ++single_copy_sends_;
+        ps.sends.pop_front();
+        return true;
+    }
+
+    // Completes the single-copy sends whose cells the receiver has emptied,
+    // in order, with the receiver's verdict.
+    void finish_read_sends(PeerState &ps) {
+        while (!ps.reading.empty()) {
+            ShmOp *op = ps.reading.front().first;
+            const auto *ch = reinterpret_cast<const CellHeader *>(
+                cell(node_.peers[op->peer]->data(), my_index_, ps.reading.front().second));
+            if (ch->full.load(std::memory_order_acquire)) return;
+            op->copy_errno = ch->copy_errno;
+            op->done = true;
+            ps.reading.pop_front();
+        }
+    }
+
+    // Decides once per sender whether this rank may read its memory: a
+    // process may forbid it (ptrace rules: Yama, seccomp, other users).
+    // The sender finds our word in our inbox and sends single-copy cells
+    // only after a yes.
+    void try_single_copy(PeerState &ps, size_t li, const CellHeader *ch) {
+        uint64_t probe = 0;
+        const int err = read_from_process(ch->sender_pid, ch->probe, reinterpret_cast<unsigned char *>(&probe),
+                                          sizeof probe);
+        ps.single_copy = err == 0 && probe == kSingleCopyProbe ? kUseSingleCopy : kSingleCopyRefused;
+        if (ps.single_copy == kSingleCopyRefused)
+            tell(ps, li, kSingleCopyRefused);
+        else
+            tell(ps, li, single_copy_mode_ == SingleCopyPolicy::always ? kUseSingleCopy : kUseCells);
+    }
+
+    // Writes our word for sender li only when it changes: the sender reads
+    // that line on every send of single-copy size.
+    void tell(PeerState &ps, size_t li, uint8_t word) {
+        if (ps.told == word) return;
+        ps.told = word;
+        single_copy_flag(node_.own->data(), li)->store(word, std::memory_order_relaxed);
+    }
+
+    // After each message of single-copy size read straight into its receive
+    // (ns: both sides' copy time, 0 when not timed): the chooser learns its
+    // cost and says how the next one should come.
+    void learn(PeerState &ps, size_t li, CopyPathChooser::Path path, uint64_t ns, uint64_t bytes) {
+        if (single_copy_mode_ != SingleCopyPolicy::measured || ps.single_copy != kUseSingleCopy) return;
+        if (ns) ps.chooser.record(path, ns, bytes);
+        tell(ps, li, ps.chooser.next() == CopyPathChooser::single_copy ? kUseSingleCopy : kUseCells);
+    }
+
+    // Copies a single-copy message out of its sender's memory into the
+    // receive (what fits) or the unexpected buffer, then empties its cell,
+    // which completes the send.
+    void read_single_copy(PeerState &ps, size_t li, CellHeader *ch) {
+        int err = 0;
+        if (ps.in_op) {
+            const size_t fit = std::min<size_t>(ps.in_total, ps.in_op->bytes);
+            const uint64_t start = now_ns();
+            err = read_from_process(ch->sender_pid, ch->source, ps.in_op->buf, fit);
+            if (!err) learn(ps, li, CopyPathChooser::single_copy, std::max<uint64_t>(now_ns() - start, 1), fit);
+            ps.in_op->copy_errno = err;
+        } else {
+            err = read_from_process(ch->sender_pid, ch->source, ps.in_unexpected->data.get(), ps.in_total);
+            ps.in_unexpected->copy_errno = err;
+        }
+        ch->copy_errno = err;
+        ch->full.store(0, std::memory_order_release);
+        ps.in_pos = ps.in_total;
+        ++ps.recv_next;
+        ++cells_moved_;
+        finish_message(ps);
     }
 
     // Reads the cells that have arrived from one peer, matching each new
@@ -334,7 +516,17 @@ class SharedMemoryTransport final : public Transport {
             unsigned char *c = cell(inbox, li, ps.recv_next);
             auto *ch = reinterpret_cast<CellHeader *>(c);
             if (!ch->full.load(std::memory_order_acquire)) return;
-            if (!ps.in_op && !ps.in_unexpected && !begin_message(ps, li, ch->tag, ch->message_bytes)) return;
+            if (!ps.in_op && !ps.in_unexpected) {
+                if (!ps.single_copy && single_copy_min_ != SIZE_MAX) try_single_copy(ps, li, ch);
+                if (!begin_message(ps, li, ch->tag, ch->message_bytes)) return;
+                if (ch->source) {
+                    read_single_copy(ps, li, ch);
+                    continue;
+                }
+                // A message written whole and timed is all here: time reading it.
+                ps.in_write_ns = ps.in_op && ps.in_total >= single_copy_min_ ? ch->write_ns : 0;
+                if (ps.in_write_ns) ps.in_read_start = now_ns();
+            }
             const size_t n = std::min(payload, ps.in_total - ps.in_pos);
             if (n) {
                 if (ps.in_op) {
@@ -349,7 +541,13 @@ class SharedMemoryTransport final : public Transport {
             ch->full.store(0, std::memory_order_release);
             ++ps.recv_next;
             ++cells_moved_;
-            if (ps.in_pos == ps.in_total) finish_message(ps);
+            if (ps.in_pos == ps.in_total) {
+                if (ps.in_op && ps.in_total >= single_copy_min_)
+                    learn(ps, li, CopyPathChooser::ring,
+                          ps.in_write_ns ? ps.in_write_ns + std::max<uint64_t>(now_ns() - ps.in_read_start, 1) : 0,
+                          ps.in_total);
+                finish_message(ps);
+            }
         }
     }
 
@@ -380,6 +578,7 @@ class SharedMemoryTransport final : public Transport {
             u = std::move(spare_.back());
             spare_.pop_back();
             u->complete = false;
+            u->copy_errno = 0;
             u->claimed = nullptr;
         }
         u->tag = tag;
@@ -433,6 +632,7 @@ class SharedMemoryTransport final : public Transport {
 
     void deliver(const Unexpected &u, ShmOp *op) {
         op->truncated = u.size > op->bytes;
+        op->copy_errno = u.copy_errno;
         const size_t n = std::min(u.size, op->bytes);
         if (n) std::memcpy(op->buf, u.data.get(), n);
         op->done = true;
@@ -441,6 +641,9 @@ class SharedMemoryTransport final : public Transport {
     std::unique_ptr<Transport> base_;
     SharedMemoryNode node_;
     size_t max_bytes_;
+    SingleCopyPolicy::Mode single_copy_mode_;
+    size_t single_copy_min_;  // SIZE_MAX: single copy off
+    int32_t pid_ = static_cast<int32_t>(getpid());
     size_t stride_ = 0;
     std::vector<int> local_index_;  // by communicator rank; -1 off-node
     size_t my_index_ = 0;
@@ -453,14 +656,14 @@ class SharedMemoryTransport final : public Transport {
     std::vector<unsigned char> base_done_;
     uint64_t cells_moved_ = 0;
     uint64_t unexpected_messages_ = 0;  // taken out of a ring before their receive was posted
-    uint64_t shm_sends_ = 0, base_sends_ = 0;
+    uint64_t shm_sends_ = 0, base_sends_ = 0, single_copy_sends_ = 0;
     std::string map_error_;  // a peer's inbox that belongs to someone else
 };
 
 }  // namespace
 
 size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g) {
-    return kHeaderBytes + nlocal * g.cells * cell_stride(g);
+    return header_area_bytes(nlocal) + nlocal * g.cells * cell_stride(g);
 }
 
 std::string shm_inbox_name(const std::string &key, int rank) {
@@ -583,7 +786,7 @@ std::string node_group_problem(const std::vector<int> &local_ranks, int rank, in
 }
 
 Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, SharedMemoryNode node, size_t max_bytes,
-                                    std::unique_ptr<Transport> *out) {
+                                    SingleCopyPolicy single_copy, std::unique_ptr<Transport> *out) {
     const Transport *base = base_ptr->get();
     const auto &lr = node.local_ranks;
     const std::string bad = node_group_problem(lr, base->rank(), base->size());
@@ -595,7 +798,7 @@ Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, Shared
         if (lr[i] != base->rank() && !node.peers[i] && node.key.empty())
             return fail(LOOM_ERR_INTERNAL, "shared-memory inbox of rank " + std::to_string(lr[i]) + " is not mapped");
     }
-    *out = std::make_unique<SharedMemoryTransport>(std::move(*base_ptr), std::move(node), max_bytes);
+    *out = std::make_unique<SharedMemoryTransport>(std::move(*base_ptr), std::move(node), max_bytes, single_copy);
     return LOOM_SUCCESS;
 }
 
@@ -607,6 +810,11 @@ uint64_t shm_unexpected_messages(const Transport &t) {
 uint64_t shm_cells_moved(const Transport &t) {
     const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
     return s ? s->cells_moved() : 0;
+}
+
+uint64_t shm_single_copy_sends(const Transport &t) {
+    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
+    return s ? s->single_copy_sends() : 0;
 }
 
 bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends) {

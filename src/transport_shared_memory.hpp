@@ -71,10 +71,22 @@ Status shm_open_peers(const std::string &key, int rank, SharedMemoryNode *node);
 // belongs to another communicator.
 Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, bool *mapped);
 
+// How messages of at least min_bytes that go through shared memory are
+// handed over: through the rings' cells, or by single copy (the receiver
+// reads the send buffer from the sender's memory with process_vm_readv),
+// always or when measured cheaper (CopyPathChooser). Single copy starts
+// once the receiver has found it may read the sender's memory; until then,
+// and where it may not, messages go through the cells.
+struct SingleCopyPolicy {
+    enum Mode { never = 0, measured = 1, always = 2 };
+    Mode mode = never;
+    size_t min_bytes = 16384;
+};
+
 // Wraps *base (taking it only on success); `node.local_ranks` must contain
 // its rank, and every peer's inbox must be mapped or `node.key` name them.
 Status make_shared_memory_transport(std::unique_ptr<Transport> *base, SharedMemoryNode node, size_t max_bytes,
-                                    std::unique_ptr<Transport> *out);
+                                    SingleCopyPolicy single_copy, std::unique_ptr<Transport> *out);
 
 // Cells moved by a shared-memory transport so far (tests use it to tell a
 // long fragmented message from a stall); 0 for other transports.
@@ -83,6 +95,8 @@ uint64_t shm_cells_moved(const Transport &t);
 // receive was posted (it leaves them in the ring unless the ring is full or
 // a posted receive waits behind them); 0 for other transports.
 uint64_t shm_unexpected_messages(const Transport &t);
+// Sends a shared-memory transport handed over by single copy; 0 for others.
+uint64_t shm_single_copy_sends(const Transport &t);
 // For a shared-memory transport: the ranks of its node group and the sends
 // each path has carried; false for other transports.
 bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends);

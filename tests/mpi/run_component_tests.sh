@@ -66,6 +66,17 @@ run() {
         status=1
         return
     fi
+    # Forced single copy must have carried messages between the processes.
+    case "$*" in
+        *"coll_loom_single_copy 2"*)
+            if ! grep -Eq "MPI_COMM_WORLD transport: .*sends, [1-9][0-9]* by single copy" "$log"; then
+                echo "FAIL: np=$np $label: no send went by single copy"
+                grep "transport" "$log"
+                status=1
+                return
+            fi
+            want="$want, single copy" ;;
+    esac
     grep "failures" "$log"
     echo "PASS: np=$np $label (stats: $expect; transport: $want)"
 }
@@ -108,6 +119,10 @@ for np in 1 2 3 4 5; do
     [ "$np" -gt 1 ] && run "$np" "shm_max_bytes=100" "allreduce=direct" --mca coll_loom_shm_max_bytes 100
     # Alltoall blocks of any size through the PML, the others through the rings.
     [ "$np" -gt 1 ] && run "$np" "alltoall_shm_max_bytes=0" "allreduce=direct" --mca coll_loom_alltoall_shm_max_bytes 0
+    # Every shared-memory message of 100 bytes or more read by single copy
+    # (process_vm_readv), the smaller ones through the rings.
+    [ "$np" -gt 1 ] && run "$np" "single copy from 100 bytes" "allreduce=direct" \
+        --mca coll_loom_single_copy 2 --mca coll_loom_single_copy_min_bytes 100
 done
 
 # Alltoall blocks above one ring message (128 KiB) but within a ring
@@ -120,7 +135,7 @@ for spec in "262144 66 0" "524288 0 33"; do
         --mca coll_loom_priority 100 --mca coll_loom_stats 1 "$build/perf/loom-bench" alltoall -m "$1:$1" -i 10 -x 1 2>&1 |
         grep "MPI_COMM_WORLD transport")
     case $line in
-        *"among 4 ranks of this node ($2 sends), point-to-point otherwise ($3 sends)"*) ;;
+        *"among 4 ranks of this node ($2 sends, "*" by single copy), point-to-point otherwise ($3 sends)"*) ;;
         *) echo "FAIL: alltoall of $1 B blocks: want $2 ring and $3 point-to-point sends, stats say: $line"; pieces_ok=no; status=1 ;;
     esac
 done

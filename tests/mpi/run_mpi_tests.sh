@@ -30,6 +30,15 @@ for np in 2 3; do
         status=1
     fi
 done
+# Shared-memory messages of 64 bytes or more read by single copy
+# (process_vm_readv) between the processes.
+for np in 2 3 5; do
+    if ! LOOM_SINGLE_COPY=2 LOOM_SINGLE_COPY_MIN_BYTES=64 timeout 300 "$MPIEXEC" -x LOOM_SINGLE_COPY \
+        -x LOOM_SINGLE_COPY_MIN_BYTES --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+        echo "FAIL: test_mpi_collectives at np=$np with LOOM_SINGLE_COPY=2"
+        status=1
+    fi
+done
 # Emulated nodes: 4 ranks as 2 nodes, and 5 ranks on uneven nodes whose
 # ranks are not consecutive; every node-aware algorithm is forced in turn.
 for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do

@@ -235,6 +235,11 @@ int main(int argc, char **argv) {
               "transport %s node_ranks=%d shm sends=%llu p2p sends=%llu; want shared_memory among %d ranks, both used",
               info.name, info.node_ranks, (unsigned long long)info.shared_memory_sends,
               (unsigned long long)info.point_to_point_sends, my_node_ranks);
+        /* Forced single copy: the other ranks read this one's buffers. */
+        const char *single_copy = getenv("LOOM_SINGLE_COPY");
+        if (single_copy && !strcmp(single_copy, "2"))
+            CHECK(info.single_copy_sends > 0, "LOOM_SINGLE_COPY=2 but no send went by single copy (of %llu)",
+                  (unsigned long long)info.shared_memory_sends);
     } else {
         CHECK(!strcmp(info.name, "mpi") && info.node_ranks == 1, "transport %s node_ranks=%d; want mpi alone", info.name,
               info.node_ranks);

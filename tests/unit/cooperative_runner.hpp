@@ -42,10 +42,12 @@ inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args) {
 
 // The shared-memory path over the in-process fabric: rank r is on emulated
 // node r % nodes; messages up to max_bytes between ranks of a node go
-// through memfd-backed rings, each rank mapping every inbox of its node.
+// through memfd-backed rings, each rank mapping every inbox of its node;
+// how those of single-copy size go is `single_copy`.
 struct ShmOptions {
     ShmGeometry geometry;
     size_t max_bytes = 0;
+    SingleCopyPolicy single_copy;
     int nodes = 1;
 };
 
@@ -71,7 +73,8 @@ inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::u
             for (size_t j = 0; j < local.size(); ++j)
                 if (j != i) sm.peers[j] = inboxes[j]->another_mapping();
             std::unique_ptr<Transport> wrapped;
-            if (make_shared_memory_transport(&transports[local[i]], std::move(sm), o.max_bytes, &wrapped) != LOOM_SUCCESS)
+            if (make_shared_memory_transport(&transports[local[i]], std::move(sm), o.max_bytes,
+                                             o.single_copy, &wrapped) != LOOM_SUCCESS)
                 return "shared-memory transport: " + std::string(last_error_message());
             transports[local[i]] = std::move(wrapped);
         }

@@ -233,8 +233,10 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AlgorithmMatrix, ::testing::ValuesIn(all
 
 // Every algorithm over the shared-memory transport: rings of 4 cells of 24
 // bytes, so messages are cut into many cells and senders find rings full;
-// messages above 300 bytes take the rendezvous base transport, so both paths
-// interleave; ranks on 1, 2 or 3 emulated nodes, so some peers are remote.
+// those of 100-300 bytes are handed over by single copy (once the receiver
+// has found it may read the sender), and larger ones take the rendezvous
+// base transport, so all three paths interleave; ranks on 1, 2 or 3
+// emulated nodes, so some peers are remote.
 TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
     const AlgorithmInfo &algo = *GetParam();
     const std::vector<Combo> combos = all_combos();
@@ -245,6 +247,8 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
         shm.geometry.cells = 4;
         shm.geometry.cell_payload = 24;
         shm.max_bytes = 300;
+        shm.single_copy.mode = SingleCopyPolicy::always;
+        shm.single_copy.min_bytes = 100;
         shm.nodes = nodes;
         for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
             // Node-aware algorithms see the nodes the rings emulate.

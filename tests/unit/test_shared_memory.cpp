@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "copy_path_chooser.hpp"
 #include "transport_inprocess.hpp"
 #include "transport_shared_memory.hpp"
 
@@ -20,7 +21,7 @@ namespace {
 struct Pair {
     InProcessFabric fabric{2};
     std::unique_ptr<Transport> t[2];
-    explicit Pair(size_t max_bytes = 1 << 20, uint32_t cells = 2) {
+    explicit Pair(size_t max_bytes = 1 << 20, uint32_t cells = 2, SingleCopyPolicy single_copy = {}) {
         ShmGeometry g;
         g.cells = cells;
         g.cell_payload = 16;
@@ -38,7 +39,7 @@ struct Pair {
             node.peers.resize(2);
             node.peers[1 - r] = inbox[1 - r]->another_mapping();
             std::unique_ptr<Transport> base = fabric.endpoint(r);
-            EXPECT_EQ(make_shared_memory_transport(&base, std::move(node), max_bytes, &t[r]), LOOM_SUCCESS);
+            EXPECT_EQ(make_shared_memory_transport(&base, std::move(node), max_bytes, single_copy, &t[r]), LOOM_SUCCESS);
         }
     }
     // Polls both ranks until every handle is done or something fails.
@@ -170,6 +171,167 @@ TEST(SharedMemoryTransport, ReportsATruncatedReceive) {
     EXPECT_NE(std::string(last_error_message()).find("larger than the 20-byte receive"), std::string::npos)
         << last_error_message();
     EXPECT_EQ(small, std::string(20, 'm'));
+}
+
+// Single copy (the two ranks of a Pair are threads of this process, which
+// may always read its own memory): the first message goes through the cells
+// and lets the receiver try reading its sender; then messages of at least
+// min_bytes are read from the send buffer, small ones still go through the
+// cells, and one taken out before its receive is read into a buffer.
+TEST(SharedMemoryTransport, SingleCopyReadsTheSendBufferOnceTheReceiverMay) {
+    SingleCopyPolicy always;
+    always.mode = SingleCopyPolicy::always;
+    always.min_bytes = 64;
+    Pair pair(1 << 20, /*cells=*/8, always);
+    std::string first(100, 'f'), got_first(100, '.');
+    TransportHandle s0, r0;
+    ASSERT_EQ(pair.t[0]->post_send(first.data(), first.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_first.data(), got_first.size(), 0, 1, &r0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s0}, {&r0}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_first, first);
+    EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 0u);  // sent before the receiver's verdict
+
+    // Large (tag 2), small (tag 3), large (tag 4) with posted receives.
+    std::string a(300, 'a'), b(10, 'b'), c(1000, 'c'), got_a(300, '.'), got_b(10, '.'), got_c(1000, '.');
+    TransportHandle s[3], r[3];
+    ASSERT_EQ(pair.t[1]->post_recv(got_a.data(), got_a.size(), 0, 2, &r[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_b.data(), got_b.size(), 0, 3, &r[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_c.data(), got_c.size(), 0, 4, &r[2]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(a.data(), a.size(), 1, 2, 0, &s[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(b.data(), b.size(), 1, 3, 0, &s[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(c.data(), c.size(), 1, 4, 0, &s[2]), LOOM_SUCCESS);
+    // A single-copy send is not done before its receiver has read it.
+    unsigned char flag = 1;
+    TransportHandle *large = &s[0];
+    ASSERT_EQ(pair.t[0]->test_many(&large, 1, &flag), LOOM_SUCCESS);
+    EXPECT_EQ(flag, 0);
+    ASSERT_EQ(pair.drive({&s[0], &s[1], &s[2]}, {&r[0], &r[1], &r[2]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_a, a);
+    EXPECT_EQ(got_b, b);
+    EXPECT_EQ(got_c, c);
+    EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 2u);
+
+    // Tag 5 has no receive yet, and the posted tag-6 receive waits behind
+    // it: it is read out of the sender's memory into a buffer, and its send
+    // completes before its receive is posted.
+    std::string early(500, 'e'), later(200, 'l'), got_early(500, '.'), got_later(200, '.');
+    TransportHandle s2[2], r2[2];
+    ASSERT_EQ(pair.t[0]->post_send(early.data(), early.size(), 1, 5, 0, &s2[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(later.data(), later.size(), 1, 6, 0, &s2[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_later.data(), got_later.size(), 0, 6, &r2[1]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s2[0], &s2[1]}, {&r2[1]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(shm_unexpected_messages(*pair.t[1]), 1u);
+    early.assign(500, 'X');  // the send is complete: its buffer is the user's again
+    ASSERT_EQ(pair.t[1]->post_recv(got_early.data(), got_early.size(), 0, 5, &r2[0]), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({}, {&r2[0]}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_early, std::string(500, 'e'));
+    EXPECT_EQ(got_later, later);
+    EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 4u);
+}
+
+// A receive smaller than a single-copy message keeps what fits and fails.
+TEST(SharedMemoryTransport, ReportsATruncatedSingleCopyReceive) {
+    SingleCopyPolicy always;
+    always.mode = SingleCopyPolicy::always;
+    always.min_bytes = 1;
+    Pair pair(1 << 20, /*cells=*/8, always);
+    std::string probe(4, 'p'), got_probe(4, '.');
+    TransportHandle s0, r0;
+    ASSERT_EQ(pair.t[0]->post_send(probe.data(), probe.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_probe.data(), got_probe.size(), 0, 1, &r0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s0}, {&r0}), LOOM_SUCCESS) << last_error_message();
+    std::string msg(300, 'm'), small(200, '.');
+    TransportHandle s, r;
+    ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 3, 0, &s), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(small.data(), small.size(), 0, 3, &r), LOOM_SUCCESS);
+    EXPECT_EQ(pair.drive({&s}, {&r}), LOOM_ERR_TRANSPORT);
+    EXPECT_NE(std::string(last_error_message()).find("larger than the 200-byte receive"), std::string::npos)
+        << last_error_message();
+    EXPECT_EQ(small, std::string(200, 'm'));
+    EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 1u);
+}
+
+// A send buffer that is gone when the receiver reads it (a user error):
+// both sides report the failed read, neither hangs.
+TEST(SharedMemoryTransport, ReportsAFailedSingleCopyOnBothSides) {
+    SingleCopyPolicy always;
+    always.mode = SingleCopyPolicy::always;
+    always.min_bytes = 1;
+    Pair pair(1 << 20, /*cells=*/8, always);
+    std::string probe(4, 'p'), got_probe(4, '.');
+    TransportHandle s0, r0;
+    ASSERT_EQ(pair.t[0]->post_send(probe.data(), probe.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(got_probe.data(), got_probe.size(), 0, 1, &r0), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s0}, {&r0}), LOOM_SUCCESS) << last_error_message();
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void *mem = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    std::memset(mem, 'g', page);
+    TransportHandle s, r;
+    ASSERT_EQ(pair.t[0]->post_send(mem, 256, 1, 2, 0, &s), LOOM_SUCCESS);
+    ASSERT_EQ(munmap(mem, page), 0);
+    std::string got(256, '.');
+    ASSERT_EQ(pair.t[1]->post_recv(got.data(), got.size(), 0, 2, &r), LOOM_SUCCESS);
+    unsigned char done = 0;
+    Status st = LOOM_SUCCESS;
+    TransportHandle *rh = &r, *sh = &s;
+    for (int i = 0; i < 100 && !done && st == LOOM_SUCCESS; ++i) st = pair.t[1]->test_many(&rh, 1, &done);
+    EXPECT_EQ(st, LOOM_ERR_TRANSPORT);
+    EXPECT_NE(std::string(last_error_message()).find("process_vm_readv: Bad address"), std::string::npos)
+        << last_error_message();
+    done = 0;
+    st = LOOM_SUCCESS;
+    for (int i = 0; i < 100 && !done && st == LOOM_SUCCESS; ++i) st = pair.t[0]->test_many(&sh, 1, &done);
+    EXPECT_EQ(st, LOOM_ERR_TRANSPORT);
+    EXPECT_NE(std::string(last_error_message()).find("single-copy transfer between this rank and rank 1 failed"),
+              std::string::npos)
+        << last_error_message();
+}
+
+// The receiver's choice between the rings and single copy, fed made-up
+// costs in ns per KiB (the transport feeds it measured copy times).
+TEST(CopyPathChooser, KeepsTheRingsWhileCheaperAndTriesSingleCopyNowAndThen) {
+    CopyPathChooser c;
+    int single = 0;
+    for (int i = 0; i < 640; ++i) {
+        c.record(CopyPathChooser::ring, 50, 1024);
+        if (c.next() == CopyPathChooser::single_copy) {
+            ++single;
+            c.record(CopyPathChooser::single_copy, 130, 1024);
+        }
+    }
+    EXPECT_EQ(c.best(), CopyPathChooser::ring);
+    // Two tries in every 64 messages (the first early).
+    EXPECT_GE(single, 2 * 640 / 64);
+    EXPECT_LE(single, 2 * (640 / 64 + 1));
+}
+
+TEST(CopyPathChooser, MovesToSingleCopyWhenTheRingsStayDearAndBack) {
+    CopyPathChooser c;
+    c.record(CopyPathChooser::ring, 50, 1024);
+    c.record(CopyPathChooser::single_copy, 130, 1024);
+    ASSERT_EQ(c.best(), CopyPathChooser::ring);
+    // One copy cut by a context switch: the estimate rises by an eighth of
+    // at most 4x, and the next normal copy brings it back.
+    c.record(CopyPathChooser::ring, 5000000, 1024);
+    EXPECT_EQ(c.best(), CopyPathChooser::ring);
+    EXPECT_NEAR(c.estimate(CopyPathChooser::ring), 50 + (200 - 50) / 8.0, 1e-9);
+    c.record(CopyPathChooser::ring, 50, 1024);
+    EXPECT_EQ(c.estimate(CopyPathChooser::ring), 50);
+    // The rings get 12x dearer and stay so (the host moved the vCPUs
+    // apart): single copy (under half their cost) within a dozen messages.
+    int messages = 0;
+    while (c.best() == CopyPathChooser::ring && messages < 100) {
+        c.record(CopyPathChooser::ring, 600 * 2, 2048);  // per KiB: 600
+        ++messages;
+    }
+    EXPECT_EQ(c.best(), CopyPathChooser::single_copy);
+    EXPECT_LE(messages, 12);
+    // Costs are per KiB whatever the message size.
+    EXPECT_GT(c.estimate(CopyPathChooser::ring), 2 * 130);
+    // A try of the rings finds them cheap again: back at once.
+    c.record(CopyPathChooser::ring, 60, 1024);
+    EXPECT_EQ(c.best(), CopyPathChooser::ring);
 }
 
 TEST(SharedMemoryInbox, RefusesAnotherCommunicatorsInbox) {
