@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
@@ -121,7 +122,7 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Program program = build_program(*sel.algorithm, tuned, rank());
     if (a.collective == Collective::alltoall)
         program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
-    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program))};
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), CopyPathChooser{}};
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
@@ -194,7 +195,15 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     return LOOM_SUCCESS;
 }
 
-Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call) {
+namespace {
+uint64_t now_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+}  // namespace
+
+Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call, bool blocking) {
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
 
@@ -236,6 +245,19 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     next_tag_ = next_tag_ >= transport_->max_tag() ? 0 : next_tag_ + 1;
     if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
     else req.execution_ = std::make_unique<Execution>(req.program_.get(), *transport_, tag, eb);
+    // Calls that may send messages of the size the transport lets us choose
+    // how to send: blocking ones take the plan's next path and are timed,
+    // nonblocking ones (whose time includes the caller's work) its best.
+    timed_plan_ = nullptr;
+    if (args.input_count() * args.elem_size >= transport_->single_copy_choice_min()) {
+        const CopyPathChooser::Path path = blocking ? plan->copy_path.next() : plan->copy_path.best();
+        transport_->prefer_single_copy(path == CopyPathChooser::single_copy);
+        if (blocking) {
+            timed_plan_ = plan;
+            timed_path_ = path;
+            timed_start_ns_ = now_ns();
+        }
+    }
     LOOM_RETURN_IF_ERROR(req.execution_->start());
     active_.push_back(&req);
     return LOOM_SUCCESS;
@@ -258,8 +280,12 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = std::make_unique<Request>();
-    LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call));
-    return blocking_->wait();
+    LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call, /*blocking=*/true));
+    if (!timed_plan_) return blocking_->wait();
+    const CachedPlan *plan = timed_plan_;
+    const Status st = blocking_->wait();
+    if (st == LOOM_SUCCESS) plan->copy_path.record(timed_path_, now_ns() - timed_start_ns_);
+    return st;
 }
 
 }  // namespace loom

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "copy_path_chooser.hpp"
 #include "executor.hpp"
 #include "node_map.hpp"
 #include "params.hpp"
@@ -114,6 +115,9 @@ class Communicator {
         const AlgorithmInfo *algorithm;
         std::string why;
         std::shared_ptr<const Program> program;
+        // Rings or single copy for its large shared-memory messages, from
+        // its own timed blocking calls.
+        mutable CopyPathChooser copy_path;
     };
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.
@@ -125,13 +129,18 @@ class Communicator {
     CollArgs with_knobs(const CollArgs &args) const;
     Status plan_for(const CollArgs &args, const CachedPlan **out);
     Status lookup_plan(const CollArgs &args, const CachedPlan **out);
-    // Completes args in place (they are the caller's scratch) and starts the plan.
-    Status start_into(Request &req, CollArgs &args, const CallData &call);
+    // Completes args in place (they are the caller's scratch) and starts the
+    // plan; a blocking call may be timed (timed_plan_).
+    Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
     std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
     std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
+    // The blocking call being timed for its plan's CopyPathChooser (null: none).
+    const CachedPlan *timed_plan_ = nullptr;
+    CopyPathChooser::Path timed_path_ = CopyPathChooser::ring;
+    uint64_t timed_start_ns_ = 0;
     PlanKey last_key_{};
     const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted
     uint64_t plan_builds_ = 0;

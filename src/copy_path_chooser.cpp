@@ -4,19 +4,21 @@
 
 namespace loom {
 
-void CopyPathChooser::record(Path path, uint64_t ns, uint64_t bytes) {
-    if (bytes == 0) return;
-    const double sample = static_cast<double>(ns) * 1024.0 / static_cast<double>(bytes);
+void CopyPathChooser::record(Path path, uint64_t ns) {
+    const double sample = static_cast<double>(ns);
     double &e = estimate_[path];
-    // Falls at once, rises by an eighth of a sample capped at 4x: a copy cut
+    // Falls at once, rises by an eighth of a sample capped at 4x: a call cut
     // by a context switch (milliseconds on shared cores) barely moves it, a
-    // lasting slowdown takes a handful of messages to show.
+    // lasting slowdown takes a handful of calls to show.
     if (e == 0 || sample < e)
         e = sample;
     else
         e += (std::min(sample, 4 * e) - e) / 8;
-    if (estimate_[ring] > 0 && estimate_[single_copy] > 0)
-        best_ = estimate_[single_copy] * kSingleCopyMargin < estimate_[ring] ? single_copy : ring;
+    const double r = estimate_[ring], s = estimate_[single_copy];
+    if (r > 0 && s > 0) {
+        if (best_ == ring && s * kSwitchMargin < r) best_ = single_copy;
+        else if (best_ == single_copy && r * kSwitchMargin < s) best_ = ring;
+    }
 }
 
 CopyPathChooser::Path CopyPathChooser::next() {
@@ -27,7 +29,7 @@ CopyPathChooser::Path CopyPathChooser::next() {
     }
     if (++since_explore_ >= kExploreEvery) {
         since_explore_ = 0;
-        exploring_ = kExploreMessages - 1;
+        exploring_ = kExploreCalls - 1;
         return other;
     }
     return best_;

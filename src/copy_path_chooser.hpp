@@ -1,15 +1,18 @@
-// Chooses, for the messages one sender sends to this rank through shared
-// memory, between the rings (the sender copies into a ring, the receiver out
-// of it) and single copy (the receiver reads the send buffer straight from
-// the sender's memory with process_vm_readv). The better one depends on how
-// dear it is to move written cache lines between the two cores, which a
-// virtual machine's host changes under us: on this project's 2-vCPU machine
-// a 32 KiB handoff between the vCPUs cost 0.7, 1.7 or 4.2 us depending on
-// where the host had placed them, and in some periods 128 KiB ring alltoalls
-// took 5x their usual time. Single copy pays a system call (about 2 us) but
-// moves each line once instead of twice. So both are measured as messages
-// go, in ns per KiB, and the cheaper one is used, trying the other now and
-// then to notice when things change.
+// Chooses, for the calls of one cached plan, how its large shared-memory
+// messages travel: through the rings (the sender copies into a ring, the
+// receiver out of it; eager) or by single copy (the receiver reads the send
+// buffer from the sender's memory with process_vm_readv; a system call and a
+// rendezvous). Which is faster depends on what moving data between cores
+// costs at the moment, and on a virtual machine the host changes that under
+// us: on this project's 2-vCPU machine a 32 KiB handoff between the vCPUs
+// cost 0.7, 1.7 or 4.2 us from one 20-second probe to the next, and in some
+// periods 16-256 KiB alltoalls through the rings took 1.3-2.8x Open MPI's
+// time while single copy stayed at 0.9-1.1x. The copy times alone did not
+// always show it, so whole blocking calls are timed: each path's recent
+// cost, the cheaper one used, the other tried now and then.
+//
+// Every rank runs the same calls in the same order, so all take their tries
+// on the same calls; each decides alone, and a message arrives either way.
 #pragma once
 #include <cstdint>
 
@@ -18,18 +21,17 @@ namespace loom {
 class CopyPathChooser {
   public:
     enum Path { ring = 0, single_copy = 1 };
-    // Single copy is taken only at under 1/kSingleCopyMargin of the ring's
-    // cost: the sender also waits for its receiver's read (a rendezvous),
-    // which the measured copy times leave out.
-    static constexpr double kSingleCopyMargin = 2.0;
-    // Every kExploreEvery messages, kExploreMessages on the path not in use.
-    static constexpr uint32_t kExploreEvery = 64, kExploreMessages = 2;
+    // Single copy takes over only when under 1/kSwitchMargin of the ring's
+    // cost, and the reverse likewise, so that noise does not flip the choice.
+    static constexpr double kSwitchMargin = 1.1;
+    // Every kExploreEvery calls, kExploreCalls on the path not in use.
+    static constexpr uint32_t kExploreEvery = 64, kExploreCalls = 2;
 
-    // A message of `bytes` took `ns` on `path` (copy time of both sides).
-    void record(Path path, uint64_t ns, uint64_t bytes);
-    // Called after each message: the path the sender should use next.
+    // The path for the next call; exploring when due.
     Path next();
-    // The current estimate of a path in ns per KiB; 0 before any sample.
+    // That call took `ns`.
+    void record(Path path, uint64_t ns);
+    // The current estimate of a path's call time in ns; 0 before any sample.
     double estimate(Path path) const { return estimate_[path]; }
     Path best() const { return best_; }
 

@@ -61,6 +61,12 @@ class Transport {
     // cores: a waiting rank must then give its core away between polls, or
     // the rank it waits for cannot run. Otherwise spinning is faster.
     virtual bool oversubscribed() const { return true; }
+    // A transport that can hand large messages over either way (the shared-
+    // memory rings or single copy) and leaves the choice to its caller: the
+    // smallest message the choice applies to, else SIZE_MAX; and the choice
+    // for the sends posted from now on.
+    virtual size_t single_copy_choice_min() const { return SIZE_MAX; }
+    virtual void prefer_single_copy(bool) {}
 };
 
 }  // namespace loom

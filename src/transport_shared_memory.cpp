@@ -15,16 +15,23 @@
 #include <mutex>
 #include <deque>
 
-#include "copy_path_chooser.hpp"
-
 namespace loom {
 namespace {
 
 constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d32ULL;  // "loom-sm2"
+// The previous layout's (no single copy); its header is the same.
+constexpr uint64_t kInboxMagicV1 = 0x6c6f6f6d2d736d31ULL;  // "loom-sm1"
 constexpr size_t kHeaderBytes = 64;
 // Read by a receiver from its sender's memory to learn whether it may copy
-// straight out of that process (CMA: process_vm_readv).
-const uint64_t kSingleCopyProbe = kInboxMagic;
+// straight out of that process (CMA: process_vm_readv). Different in every
+// process, and sent along, so that a pid naming another process (another
+// pid namespace sharing /dev/shm) fails the check.
+const uint64_t kSingleCopyProbe = [] {
+    uint64_t v = static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ULL;
+    v ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    v ^= reinterpret_cast<uintptr_t>(&v);
+    return v | 1;
+}();
 constexpr size_t kCellHeaderBytes = 64;  // keeps payloads cache-line aligned
 
 struct InboxHeader {
@@ -53,7 +60,7 @@ struct CellHeader {
     int32_t copy_errno;  // single copy: 0, or why the receiver's read failed
     uint64_t source;     // single copy: the send buffer's address; 0 for payload in cells
     uint64_t probe;      // the address of kSingleCopyProbe in the sender
-    uint64_t write_ns;   // cells: the sender's copy time when it wrote the message whole and timed it, else 0
+    uint64_t probe_value;  // and its value
 };
 static_assert(sizeof(CellHeader) <= 64, "cell header fits its line");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "cells need lock-free flags across processes");
@@ -62,12 +69,10 @@ size_t cell_stride(const ShmGeometry &g) { return kCellHeaderBytes + g.cell_payl
 
 InboxHeader *header_of(unsigned char *inbox) { return reinterpret_cast<InboxHeader *>(inbox); }
 
-// After the header line: one byte per sender, the inbox owner's word on how
-// that sender should hand over messages of single-copy size: kUseSingleCopy,
-// or through the cells (0 before it has tried to read the sender's memory,
-// kSingleCopyRefused when it may not, kUseCells when cells are cheaper);
-// the rings start on the next line.
-constexpr uint8_t kUseSingleCopy = 1, kSingleCopyRefused = 2, kUseCells = 3;
+// After the header line: one byte per sender, the inbox owner's verdict on
+// reading that sender's memory: 0 before it has tried, kSingleCopyAllowed
+// or kSingleCopyRefused; the rings start on the next line.
+constexpr uint8_t kSingleCopyAllowed = 1, kSingleCopyRefused = 2;
 size_t header_area_bytes(size_t nlocal) { return kHeaderBytes + (nlocal + 63) / 64 * 64; }
 std::atomic<uint8_t> *single_copy_flag(unsigned char *inbox, size_t sender_index) {
     return reinterpret_cast<std::atomic<uint8_t> *>(inbox + kHeaderBytes + sender_index);
@@ -105,6 +110,7 @@ struct ShmOp {
     size_t bytes = 0;
     size_t moved = 0;             // sends: bytes written to the ring so far
     bool header_written = false;  // sends
+    bool single_copy = false;     // sends: by single copy if the receiver may read us and it is large enough
     int copy_errno = 0;           // a failed single copy (on both sides)
 };
 
@@ -125,11 +131,8 @@ struct PeerState {
     // Single-copy sends handed over, with their cell, until the peer has read them.
     std::deque<std::pair<ShmOp *, uint64_t>> reading;
     // As a receiver: whether we may read this peer's memory (0: not tried,
-    // kUseSingleCopy, kSingleCopyRefused), what we last told it, and how
-    // its messages are doing on each path.
-    uint8_t single_copy = 0, told = 0;
-    CopyPathChooser chooser;
-    uint64_t in_write_ns = 0, in_read_start = 0;  // the message being read, when timed
+    // kSingleCopyAllowed, kSingleCopyRefused).
+    uint8_t single_copy = 0;
     std::deque<ShmOp *> recvs;  // posted, not yet matched, in posting order
     uint64_t recv_next = 0;     // next cell to read in our inbox
     // The message being read: straight into a receive, or into `unexpected`.
@@ -151,7 +154,8 @@ class SharedMemoryTransport final : public Transport {
           max_bytes_(max_bytes),
           single_copy_mode_(single_copy.mode),
           single_copy_min_(single_copy.mode == SingleCopyPolicy::never ? SIZE_MAX
-                                                                       : std::max<size_t>(single_copy.min_bytes, 1)) {
+                                                                       : std::max<size_t>(single_copy.min_bytes, 1)),
+          prefer_single_copy_(single_copy.mode == SingleCopyPolicy::always) {
         const int p = base_->size();
         local_index_.assign(p, -1);
         for (size_t i = 0; i < node_.local_ranks.size(); ++i) local_index_[node_.local_ranks[i]] = static_cast<int>(i);
@@ -173,6 +177,12 @@ class SharedMemoryTransport final : public Transport {
     uint64_t shm_sends() const { return shm_sends_; }
     uint64_t base_sends() const { return base_sends_; }
     uint64_t single_copy_sends() const { return single_copy_sends_; }
+    size_t single_copy_choice_min() const override {
+        return single_copy_mode_ == SingleCopyPolicy::measured ? single_copy_min_ : SIZE_MAX;
+    }
+    void prefer_single_copy(bool yes) override {
+        if (single_copy_mode_ == SingleCopyPolicy::measured) prefer_single_copy_ = yes;
+    }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
         const int li = route(peer, bytes, h->ring_limit);
@@ -187,6 +197,7 @@ class SharedMemoryTransport final : public Transport {
         op->tag = tag;
         op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
         op->bytes = bytes;
+        op->single_copy = bytes >= single_copy_min_ && prefer_single_copy_;
         h->layered = op;
         peers_[li].sends.push_back(op);
         push_sends(peers_[li]);  // small messages complete here, like an eager send
@@ -329,8 +340,9 @@ class SharedMemoryTransport final : public Transport {
     void push_sends(PeerState &ps) {
         const size_t payload = node_.geometry.cell_payload;
         for (;;) {
-            // Before any cell is written: a single-copy cell that is empty
-            // again has been read (it must be seen before it is reused).
+            // A single-copy cell that is empty again has been read; it must
+            // be seen before it is reused (each write path looks again after
+            // finding its cells empty, as the receiver may empty them between).
             finish_read_sends(ps);
             if (ps.sends.empty()) return;
             ShmOp *op = ps.sends.front();
@@ -343,8 +355,8 @@ class SharedMemoryTransport final : public Transport {
                 if (!mapped) return;
             }
             unsigned char *inbox = node_.peers[op->peer]->data();
-            if (!op->header_written && op->bytes >= single_copy_min_ &&
-                single_copy_flag(inbox, my_index_)->load(std::memory_order_relaxed) == kUseSingleCopy) {
+            if (!op->header_written && op->single_copy &&
+                single_copy_flag(inbox, my_index_)->load(std::memory_order_relaxed) == kSingleCopyAllowed) {
                 if (!push_single_copy(ps, op, inbox)) return;
                 continue;
             }
@@ -352,6 +364,7 @@ class SharedMemoryTransport final : public Transport {
             unsigned char *c = cell(inbox, my_index_, ps.send_next);
             auto *ch = reinterpret_cast<CellHeader *>(c);
             if (ch->full.load(std::memory_order_acquire)) return;  // ring full: the receiver has not caught up
+            finish_read_sends(ps);  // the cell may be a single-copy one read since the last look
             const size_t n = std::min(payload, op->bytes - op->moved);
             if (n) std::memcpy(c + kCellHeaderBytes, op->buf + op->moved, n);
             if (!op->header_written) {
@@ -381,11 +394,9 @@ class SharedMemoryTransport final : public Transport {
         // Cells are emptied in order: if the last one is free, all are.
         const auto *last = reinterpret_cast<const CellHeader *>(cell(inbox, my_index_, ps.send_next + ncells - 1));
         if (last->full.load(std::memory_order_acquire)) return false;
+        finish_read_sends(ps);  // one of the cells may be a single-copy one read since the last look
         auto *first = reinterpret_cast<CellHeader *>(cell(inbox, my_index_, ps.send_next));
         write_first_header(first, op, 0);
-        // Timed for the receiver's choice between cells and single copy.
-        const bool timed = single_copy_mode_ == SingleCopyPolicy::measured && op->bytes >= single_copy_min_;
-        const uint64_t start = timed ? now_ns() : 0;
         for (uint64_t k = 0; k < ncells; ++k) {
             unsigned char *c = cell(inbox, my_index_, ps.send_next + k);
             const size_t n = std::min(payload, op->bytes - op->moved);
@@ -393,7 +404,6 @@ class SharedMemoryTransport final : public Transport {
             op->moved += n;
             if (k > 0) reinterpret_cast<CellHeader *>(c)->full.store(1, std::memory_order_release);
         }
-        if (timed) first->write_ns = std::max<uint64_t>(now_ns() - start, 1);
         first->full.store(1, std::memory_order_release);
         op->header_written = true;
         ps.send_next += ncells;
@@ -410,13 +420,7 @@ class SharedMemoryTransport final : public Transport {
         ch->copy_errno = 0;
         ch->source = source;
         ch->probe = reinterpret_cast<uint64_t>(&kSingleCopyProbe);
-        ch->write_ns = 0;
-    }
-
-    static uint64_t now_ns() {
-        return static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-                .count());
+        ch->probe_value = kSingleCopyProbe;
     }
 
     // Hands a message over by single copy: one cell naming the send buffer,
@@ -426,6 +430,7 @@ class SharedMemoryTransport final : public Transport {
     bool push_single_copy(PeerState &ps, ShmOp *op, unsigned char *inbox) {
         auto *ch = reinterpret_cast<CellHeader *>(cell(inbox, my_index_, ps.send_next));
         if (ch->full.load(std::memory_order_acquire)) return false;
+        finish_read_sends(ps);  // the cell may be a single-copy one read since the last look
         write_first_header(ch, op, reinterpret_cast<uint64_t>(op->buf));
         op->header_written = true;
         ch->full.store(1, std::memory_order_release);
@@ -453,34 +458,14 @@ class SharedMemoryTransport final : public Transport {
 
     // Decides once per sender whether this rank may read its memory: a
     // process may forbid it (ptrace rules: Yama, seccomp, other users).
-    // The sender finds our word in our inbox and sends single-copy cells
+    // The sender finds the verdict in our inbox and sends single-copy cells
     // only after a yes.
     void try_single_copy(PeerState &ps, size_t li, const CellHeader *ch) {
         uint64_t probe = 0;
         const int err = read_from_process(ch->sender_pid, ch->probe, reinterpret_cast<unsigned char *>(&probe),
                                           sizeof probe);
-        ps.single_copy = err == 0 && probe == kSingleCopyProbe ? kUseSingleCopy : kSingleCopyRefused;
-        if (ps.single_copy == kSingleCopyRefused)
-            tell(ps, li, kSingleCopyRefused);
-        else
-            tell(ps, li, single_copy_mode_ == SingleCopyPolicy::always ? kUseSingleCopy : kUseCells);
-    }
-
-    // Writes our word for sender li only when it changes: the sender reads
-    // that line on every send of single-copy size.
-    void tell(PeerState &ps, size_t li, uint8_t word) {
-        if (ps.told == word) return;
-        ps.told = word;
-        single_copy_flag(node_.own->data(), li)->store(word, std::memory_order_relaxed);
-    }
-
-    // After each message of single-copy size read straight into its receive
-    // (ns: both sides' copy time, 0 when not timed): the chooser learns its
-    // cost and says how the next one should come.
-    void learn(PeerState &ps, size_t li, CopyPathChooser::Path path, uint64_t ns, uint64_t bytes) {
-        if (single_copy_mode_ != SingleCopyPolicy::measured || ps.single_copy != kUseSingleCopy) return;
-        if (ns) ps.chooser.record(path, ns, bytes);
-        tell(ps, li, ps.chooser.next() == CopyPathChooser::single_copy ? kUseSingleCopy : kUseCells);
+        ps.single_copy = err == 0 && probe == ch->probe_value ? kSingleCopyAllowed : kSingleCopyRefused;
+        single_copy_flag(node_.own->data(), li)->store(ps.single_copy, std::memory_order_relaxed);
     }
 
     // Copies a single-copy message out of its sender's memory into the
@@ -490,13 +475,17 @@ class SharedMemoryTransport final : public Transport {
         int err = 0;
         if (ps.in_op) {
             const size_t fit = std::min<size_t>(ps.in_total, ps.in_op->bytes);
-            const uint64_t start = now_ns();
             err = read_from_process(ch->sender_pid, ch->source, ps.in_op->buf, fit);
-            if (!err) learn(ps, li, CopyPathChooser::single_copy, std::max<uint64_t>(now_ns() - start, 1), fit);
             ps.in_op->copy_errno = err;
         } else {
             err = read_from_process(ch->sender_pid, ch->source, ps.in_unexpected->data.get(), ps.in_total);
             ps.in_unexpected->copy_errno = err;
+        }
+        // Refused now though allowed at first (the sender made itself
+        // undumpable, say): this message fails, later ones take the cells.
+        if (err == EPERM || err == EACCES) {
+            ps.single_copy = kSingleCopyRefused;
+            single_copy_flag(node_.own->data(), li)->store(kSingleCopyRefused, std::memory_order_relaxed);
         }
         ch->copy_errno = err;
         ch->full.store(0, std::memory_order_release);
@@ -523,9 +512,6 @@ class SharedMemoryTransport final : public Transport {
                     read_single_copy(ps, li, ch);
                     continue;
                 }
-                // A message written whole and timed is all here: time reading it.
-                ps.in_write_ns = ps.in_op && ps.in_total >= single_copy_min_ ? ch->write_ns : 0;
-                if (ps.in_write_ns) ps.in_read_start = now_ns();
             }
             const size_t n = std::min(payload, ps.in_total - ps.in_pos);
             if (n) {
@@ -541,20 +527,15 @@ class SharedMemoryTransport final : public Transport {
             ch->full.store(0, std::memory_order_release);
             ++ps.recv_next;
             ++cells_moved_;
-            if (ps.in_pos == ps.in_total) {
-                if (ps.in_op && ps.in_total >= single_copy_min_)
-                    learn(ps, li, CopyPathChooser::ring,
-                          ps.in_write_ns ? ps.in_write_ns + std::max<uint64_t>(now_ns() - ps.in_read_start, 1) : 0,
-                          ps.in_total);
-                finish_message(ps);
-            }
+            if (ps.in_pos == ps.in_total) finish_message(ps);
         }
     }
 
     // Starts reading the message at the head of peer li's ring: into its
     // posted receive, or into an unexpected buffer when something needs the
     // ring emptied. Otherwise it stays in the ring (false): its send is
-    // complete anyway, and a receive posted later takes it with one copy
+    // complete anyway (a single-copy one completes when its receive comes,
+    // as through the PML), and a receive posted later takes it with one copy
     // instead of two. Ranks a loop iteration ahead send early all the time
     // on shared cores; copying those messages out twice made alltoall of
     // 16-128 KiB blocks 1.2-2.9x slower than the PML.
@@ -643,6 +624,7 @@ class SharedMemoryTransport final : public Transport {
     size_t max_bytes_;
     SingleCopyPolicy::Mode single_copy_mode_;
     size_t single_copy_min_;  // SIZE_MAX: single copy off
+    bool prefer_single_copy_;  // for sends posted from now on (mode measured: the caller's choice)
     int32_t pid_ = static_cast<int32_t>(getpid());
     size_t stride_ = 0;
     std::vector<int> local_index_;  // by communicator rank; -1 off-node
@@ -713,7 +695,7 @@ size_t shm_remove_stale_inboxes() {
         const InboxHeader *h = header_of(seg->data());
         // Only inboxes whose owner is gone: a live owner's (even another
         // job's) is in use, and one without its magic yet is being made.
-        if (h->magic == kInboxMagic && h->owner_pid > 0 && process_gone(h->owner_pid)) {
+        if ((h->magic == kInboxMagic || h->magic == kInboxMagicV1) && h->owner_pid > 0 && process_gone(h->owner_pid)) {
             shm_unlink(("/" + name).c_str());
             ++removed;
         }
@@ -751,7 +733,12 @@ Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, b
     if (SharedSegment::open(name, &seg) != LOOM_SUCCESS) return LOOM_SUCCESS;  // not created yet
     const InboxHeader *h = header_of(seg->data());
     // Sized, but the magic (written last) not there yet: still being made.
-    if (seg->size() < kHeaderBytes || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kInboxMagic) return LOOM_SUCCESS;
+    if (seg->size() < kHeaderBytes) return LOOM_SUCCESS;
+    const uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic == kInboxMagicV1)
+        return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +
+                                            " was made by an older Loom version");
+    if (magic != kInboxMagic) return LOOM_SUCCESS;
     if (seg->size() != shm_inbox_bytes(node->local_ranks.size(), node->geometry) || h->identity != node->identity ||
         h->nlocal != node->local_ranks.size())
         return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +

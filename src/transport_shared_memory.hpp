@@ -74,9 +74,10 @@ Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, b
 // How messages of at least min_bytes that go through shared memory are
 // handed over: through the rings' cells, or by single copy (the receiver
 // reads the send buffer from the sender's memory with process_vm_readv),
-// always or when measured cheaper (CopyPathChooser). Single copy starts
-// once the receiver has found it may read the sender's memory; until then,
-// and where it may not, messages go through the cells.
+// always or as the caller says (measured: prefer_single_copy, which the
+// communicator sets per call from timed calls, CopyPathChooser). Single copy
+// starts once the receiver has found it may read the sender's memory; until
+// then, and where it may not, messages go through the cells.
 struct SingleCopyPolicy {
     enum Mode { never = 0, measured = 1, always = 2 };
     Mode mode = never;

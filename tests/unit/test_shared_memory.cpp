@@ -288,49 +288,78 @@ TEST(SharedMemoryTransport, ReportsAFailedSingleCopyOnBothSides) {
         << last_error_message();
 }
 
-// The receiver's choice between the rings and single copy, fed made-up
-// costs in ns per KiB (the transport feeds it measured copy times).
-TEST(CopyPathChooser, KeepsTheRingsWhileCheaperAndTriesSingleCopyNowAndThen) {
-    CopyPathChooser c;
-    int single = 0;
-    for (int i = 0; i < 640; ++i) {
-        c.record(CopyPathChooser::ring, 50, 1024);
-        if (c.next() == CopyPathChooser::single_copy) {
-            ++single;
-            c.record(CopyPathChooser::single_copy, 130, 1024);
-        }
+// Measured mode: sends posted while the caller prefers single copy go that
+// way (once the receiver may read us), the others through the cells.
+TEST(SharedMemoryTransport, MeasuredModeFollowsTheCallersChoice) {
+    SingleCopyPolicy measured;
+    measured.mode = SingleCopyPolicy::measured;
+    measured.min_bytes = 64;
+    Pair pair(1 << 20, /*cells=*/8, measured);
+    EXPECT_EQ(pair.t[0]->single_copy_choice_min(), 64u);
+    for (int round = 0; round < 4; ++round) {
+        pair.t[0]->prefer_single_copy(round % 2 == 1);
+        std::string msg(200, static_cast<char>('0' + round)), got(200, '.');
+        TransportHandle s, r;
+        ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 1, 0, &s), LOOM_SUCCESS);
+        ASSERT_EQ(pair.t[1]->post_recv(got.data(), got.size(), 0, 1, &r), LOOM_SUCCESS);
+        ASSERT_EQ(pair.drive({&s}, {&r}), LOOM_SUCCESS) << last_error_message();
+        EXPECT_EQ(got, msg);
     }
-    EXPECT_EQ(c.best(), CopyPathChooser::ring);
-    // Two tries in every 64 messages (the first early).
-    EXPECT_GE(single, 2 * 640 / 64);
-    EXPECT_LE(single, 2 * (640 / 64 + 1));
+    EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 2u);
+    // Modes always and never leave the caller no choice.
+    SingleCopyPolicy never;
+    Pair off(1 << 20, 8, never);
+    EXPECT_EQ(off.t[0]->single_copy_choice_min(), SIZE_MAX);
 }
 
-TEST(CopyPathChooser, MovesToSingleCopyWhenTheRingsStayDearAndBack) {
+// The choice between the rings and single copy for one plan's calls, fed
+// made-up call times in ns (the communicator times its blocking calls).
+TEST(CopyPathChooser, KeepsTheRingsWhileFasterAndTriesSingleCopyNowAndThen) {
     CopyPathChooser c;
-    c.record(CopyPathChooser::ring, 50, 1024);
-    c.record(CopyPathChooser::single_copy, 130, 1024);
-    ASSERT_EQ(c.best(), CopyPathChooser::ring);
-    // One copy cut by a context switch: the estimate rises by an eighth of
-    // at most 4x, and the next normal copy brings it back.
-    c.record(CopyPathChooser::ring, 5000000, 1024);
+    int single = 0;
+    const int n = 10 * static_cast<int>(CopyPathChooser::kExploreEvery);
+    for (int i = 0; i < n; ++i) {
+        const CopyPathChooser::Path p = c.next();
+        single += p == CopyPathChooser::single_copy;
+        c.record(p, p == CopyPathChooser::ring ? 55000 : 90000);
+    }
     EXPECT_EQ(c.best(), CopyPathChooser::ring);
-    EXPECT_NEAR(c.estimate(CopyPathChooser::ring), 50 + (200 - 50) / 8.0, 1e-9);
-    c.record(CopyPathChooser::ring, 50, 1024);
-    EXPECT_EQ(c.estimate(CopyPathChooser::ring), 50);
-    // The rings get 12x dearer and stay so (the host moved the vCPUs
-    // apart): single copy (under half their cost) within a dozen messages.
-    int messages = 0;
-    while (c.best() == CopyPathChooser::ring && messages < 100) {
-        c.record(CopyPathChooser::ring, 600 * 2, 2048);  // per KiB: 600
-        ++messages;
+    // kExploreCalls tries in every kExploreEvery calls (the first early).
+    const int tries = static_cast<int>(CopyPathChooser::kExploreCalls);
+    EXPECT_GE(single, tries * 10);
+    EXPECT_LE(single, tries * 11);
+}
+
+TEST(CopyPathChooser, MovesToSingleCopyWhileTheRingsAreSlowerAndBack) {
+    CopyPathChooser c;
+    auto run = [&c](uint64_t ring_ns, uint64_t single_ns, int calls) {
+        for (int i = 0; i < calls; ++i) {
+            const CopyPathChooser::Path p = c.next();
+            c.record(p, p == CopyPathChooser::ring ? ring_ns : single_ns);
+        }
+    };
+    run(55000, 90000, 100);
+    ASSERT_EQ(c.best(), CopyPathChooser::ring);
+    // One call cut by a context switch: the estimate rises by an eighth of
+    // at most 4x, and the next normal call brings it back.
+    c.record(CopyPathChooser::ring, 5000000000ull);
+    EXPECT_EQ(c.best(), CopyPathChooser::ring);
+    EXPECT_NEAR(c.estimate(CopyPathChooser::ring), 55000 + (4 * 55000 - 55000) / 8.0, 1e-6);
+    c.record(CopyPathChooser::ring, 55000);
+    EXPECT_EQ(c.estimate(CopyPathChooser::ring), 55000);
+    // The rings get 2.5x slower and stay so: single copy within a dozen calls.
+    int calls = 0;
+    while (c.best() == CopyPathChooser::ring && calls < 100) {
+        run(135000, 90000, 1);
+        ++calls;
     }
     EXPECT_EQ(c.best(), CopyPathChooser::single_copy);
-    EXPECT_LE(messages, 12);
-    // Costs are per KiB whatever the message size.
-    EXPECT_GT(c.estimate(CopyPathChooser::ring), 2 * 130);
-    // A try of the rings finds them cheap again: back at once.
-    c.record(CopyPathChooser::ring, 60, 1024);
+    EXPECT_LE(calls, 12);
+    // Within the margin the choice stays put.
+    run(95000, 90000, 200);
+    EXPECT_EQ(c.best(), CopyPathChooser::single_copy);
+    // The rings' tries find them fast again: back to them.
+    run(55000, 90000, 2 * CopyPathChooser::kExploreEvery);
     EXPECT_EQ(c.best(), CopyPathChooser::ring);
 }
 
