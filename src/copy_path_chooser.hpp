@@ -8,8 +8,10 @@
 // cost 0.7, 1.7 or 4.2 us from one 20-second probe to the next, and in some
 // periods 16-256 KiB alltoalls through the rings took 1.3-2.8x Open MPI's
 // time while single copy stayed at 0.9-1.1x. The copy times alone did not
-// always show it, so whole blocking calls are timed: each path's recent
-// cost, the cheaper one used, the other tried now and then.
+// always show it, so whole blocking calls are timed: the mean call time of
+// the path in use, the cheaper one used, the other tried now and then. Means,
+// not minimums: in those periods the fastest ring calls stayed fast while
+// the average doubled.
 //
 // Every rank runs the same calls in the same order, so all take their tries
 // on the same calls; each decides alone, and a message arrives either way.
@@ -21,25 +23,31 @@ namespace loom {
 class CopyPathChooser {
   public:
     enum Path { ring = 0, single_copy = 1 };
-    // Single copy takes over only when under 1/kSwitchMargin of the ring's
-    // cost, and the reverse likewise, so that noise does not flip the choice.
+    // The other path takes over only when under 1/kSwitchMargin of the
+    // cost of the one in use, so that noise does not flip the choice.
     static constexpr double kSwitchMargin = 1.1;
-    // Every kExploreEvery calls, kExploreCalls on the path not in use.
-    static constexpr uint32_t kExploreEvery = 64, kExploreCalls = 2;
+    // Every kExploreEvery calls, kExploreCalls on the path not in use; their
+    // mean becomes that path's estimate.
+    static constexpr uint32_t kExploreEvery = 64, kExploreCalls = 3;
 
     // The path for the next call; exploring when due.
     Path next();
     // That call took `ns`.
     void record(Path path, uint64_t ns);
-    // The current estimate of a path's call time in ns; 0 before any sample.
+    // The current estimate of a path's mean call time in ns; 0 before any sample.
     double estimate(Path path) const { return estimate_[path]; }
     Path best() const { return best_; }
 
   private:
+    void decide();
+
     double estimate_[2] = {0, 0};
+    uint32_t samples_[2] = {0, 0};
     Path best_ = ring;
     uint32_t since_explore_ = kExploreEvery - 8;  // the first try comes early
     uint32_t exploring_ = 0;
+    double episode_sum_ = 0;  // the calls of the current try
+    uint32_t episode_calls_ = 0;
 };
 
 }  // namespace loom

@@ -54,7 +54,7 @@ const std::vector<ParamSpec> &param_table() {
          "How shared-memory messages of at least single_copy_min_bytes are handed over. 0: through the rings (the "
          "sender copies into a ring, the receiver out of it); 1: for each call shape (cached plan), whichever of the "
          "rings and single copy (the receiver reads the send buffer from the sender's memory, CMA "
-         "process_vm_readv) its timed blocking calls show faster, trying the other in 2 calls of 64; 2: always by "
+         "process_vm_readv) its timed blocking calls show faster, trying the other in 3 calls of 64; 2: always by "
          "single copy. Never between processes that may not read each other's memory (ptrace rules). Read when "
          "the communicator is created",
          0, 2, Collective::allreduce},
