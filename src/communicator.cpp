@@ -122,7 +122,8 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Program program = build_program(*sel.algorithm, tuned, rank());
     if (a.collective == Collective::alltoall)
         program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
-    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), CopyPathChooser{}};
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), CopyPathChooser{},
+                    static_cast<uint32_t>(PlanKeyHash{}(key))};
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
@@ -250,6 +251,12 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     // nonblocking ones (whose time includes the caller's work) its best.
     timed_plan_ = nullptr;
     if (args.input_count() * args.elem_size >= transport_->single_copy_choice_min()) {
+        // Every rank tries the other path on the same calls (they make the
+        // same calls in the same order); otherwise all follow the leader.
+        if (!transport_->leads_copy_path_choice()) {
+            const int shared = transport_->shared_copy_path(plan->copy_path_slot);
+            if (shared >= 0) plan->copy_path.adopt(static_cast<CopyPathChooser::Path>(shared));
+        }
         const CopyPathChooser::Path path = blocking ? plan->copy_path.next() : plan->copy_path.best();
         transport_->prefer_single_copy(path == CopyPathChooser::single_copy);
         if (blocking) {
@@ -284,7 +291,11 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     if (!timed_plan_) return blocking_->wait();
     const CachedPlan *plan = timed_plan_;
     const Status st = blocking_->wait();
-    if (st == LOOM_SUCCESS) plan->copy_path.record(timed_path_, now_ns() - timed_start_ns_);
+    if (st == LOOM_SUCCESS) {
+        plan->copy_path.record(timed_path_, now_ns() - timed_start_ns_);
+        if (transport_->leads_copy_path_choice()) transport_->publish_copy_path(plan->copy_path_slot, plan->copy_path.best());
+    }
+
     return st;
 }
 

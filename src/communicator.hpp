@@ -116,8 +116,9 @@ class Communicator {
         std::string why;
         std::shared_ptr<const Program> program;
         // Rings or single copy for its large shared-memory messages, from
-        // its own timed blocking calls.
+        // timed blocking calls (the node's first rank's, which the others follow).
         mutable CopyPathChooser copy_path;
+        uint32_t copy_path_slot = 0;  // its key's hash
     };
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.

@@ -45,6 +45,12 @@ void CopyPathChooser::decide() {
     }
 }
 
+void CopyPathChooser::adopt(Path best) {
+    if (best == best_ || exploring_ > 0) return;  // a try under way finishes first
+    best_ = best;
+    samples_[best_] = std::max(samples_[best_], kSeedCalls);
+}
+
 CopyPathChooser::Path CopyPathChooser::next() {
     const Path other = best_ == ring ? single_copy : ring;
     if (exploring_ > 0) {

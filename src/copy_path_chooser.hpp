@@ -30,6 +30,8 @@ class CopyPathChooser {
     // mean becomes that path's estimate.
     static constexpr uint32_t kExploreEvery = 64, kExploreCalls = 3;
 
+    // Takes another chooser's choice (the node's first rank's) as the path in use.
+    void adopt(Path best);
     // The path for the next call; exploring when due.
     Path next();
     // That call took `ns`.

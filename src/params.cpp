@@ -54,9 +54,9 @@ const std::vector<ParamSpec> &param_table() {
          "How shared-memory messages of at least single_copy_min_bytes are handed over. 0: through the rings (the "
          "sender copies into a ring, the receiver out of it); 1: for each call shape (cached plan), whichever of the "
          "rings and single copy (the receiver reads the send buffer from the sender's memory, CMA "
-         "process_vm_readv) its timed blocking calls show faster, trying the other in 3 calls of 64; 2: always by "
-         "single copy. Never between processes that may not read each other's memory (ptrace rules). Read when "
-         "the communicator is created",
+         "process_vm_readv) the timed blocking calls of the node's first rank show faster, trying the other in 3 "
+         "calls of 64; 2: always by single copy. Never between processes that may not read each other's memory "
+         "(ptrace rules). Read when the communicator is created",
          0, 2, Collective::allreduce},
         {kParamSingleCopyMinBytes, "single_copy_min_bytes", ParamType::size, "16KiB", 5,
          "Smallest shared-memory message that single_copy applies to (smaller ones always go through the rings). "

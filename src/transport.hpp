@@ -67,6 +67,12 @@ class Transport {
     // for the sends posted from now on.
     virtual size_t single_copy_choice_min() const { return SIZE_MAX; }
     virtual void prefer_single_copy(bool) {}
+    // Where ranks share that choice: whether this rank makes it, the
+    // chooser publishing its choice for the calls of plan `slot` (a hash),
+    // and the others reading it (-1: none yet).
+    virtual bool leads_copy_path_choice() const { return true; }
+    virtual void publish_copy_path(uint32_t, int) {}
+    virtual int shared_copy_path(uint32_t) const { return -1; }
 };
 
 }  // namespace loom

@@ -73,9 +73,17 @@ InboxHeader *header_of(unsigned char *inbox) { return reinterpret_cast<InboxHead
 // reading that sender's memory: 0 before it has tried, kSingleCopyAllowed
 // or kSingleCopyRefused; the rings start on the next line.
 constexpr uint8_t kSingleCopyAllowed = 1, kSingleCopyRefused = 2;
-size_t header_area_bytes(size_t nlocal) { return kHeaderBytes + (nlocal + 63) / 64 * 64; }
+// Then, in the inbox of the node's first rank only, a line of
+// kCopyPathSlots bytes: its choice of path for the calls of each plan
+// (0: none yet, else 1 + CopyPathChooser::Path) that the others follow.
+constexpr size_t kCopyPathSlots = 64;
+size_t header_area_bytes(size_t nlocal) { return kHeaderBytes + (nlocal + 63) / 64 * 64 + kCopyPathSlots; }
 std::atomic<uint8_t> *single_copy_flag(unsigned char *inbox, size_t sender_index) {
     return reinterpret_cast<std::atomic<uint8_t> *>(inbox + kHeaderBytes + sender_index);
+}
+std::atomic<uint8_t> *copy_path_slot(unsigned char *inbox, size_t nlocal, uint32_t slot) {
+    return reinterpret_cast<std::atomic<uint8_t> *>(inbox + header_area_bytes(nlocal) - kCopyPathSlots +
+                                                    slot % kCopyPathSlots);
 }
 static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free, "flag bytes");
 
@@ -182,6 +190,22 @@ class SharedMemoryTransport final : public Transport {
     }
     void prefer_single_copy(bool yes) override {
         if (single_copy_mode_ == SingleCopyPolicy::measured) prefer_single_copy_ = yes;
+    }
+    // The node's first rank chooses for all (a choice only pays when every
+    // sender follows it: ranks deciding alone stayed mixed, and a node half
+    // on each path was as slow as the slower one).
+    bool leads_copy_path_choice() const override { return my_index_ == 0; }
+    void publish_copy_path(uint32_t slot, int path) override {
+        if (my_index_ != 0) return;
+        copy_path_slot(node_.own->data(), node_.local_ranks.size(), slot)
+            ->store(static_cast<uint8_t>(path + 1), std::memory_order_relaxed);
+    }
+    int shared_copy_path(uint32_t slot) const override {
+        const unsigned char *leader = my_index_ == 0 ? node_.own->data() : node_.peers[0] ? node_.peers[0]->data() : nullptr;
+        if (!leader) return -1;  // not mapped yet: no sends to it so far
+        const int v = copy_path_slot(const_cast<unsigned char *>(leader), node_.local_ranks.size(), slot)
+                          ->load(std::memory_order_relaxed);
+        return v - 1;
     }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {

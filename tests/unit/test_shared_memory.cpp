@@ -306,6 +306,17 @@ TEST(SharedMemoryTransport, MeasuredModeFollowsTheCallersChoice) {
         EXPECT_EQ(got, msg);
     }
     EXPECT_EQ(shm_single_copy_sends(*pair.t[0]), 2u);
+    // The node's first rank makes the choice and the other reads it, per
+    // plan slot; nothing until it has published one.
+    EXPECT_TRUE(pair.t[0]->leads_copy_path_choice());
+    EXPECT_FALSE(pair.t[1]->leads_copy_path_choice());
+    EXPECT_EQ(pair.t[1]->shared_copy_path(7), -1);
+    pair.t[0]->publish_copy_path(7, CopyPathChooser::single_copy);
+    pair.t[0]->publish_copy_path(8, CopyPathChooser::ring);
+    pair.t[1]->publish_copy_path(8, CopyPathChooser::single_copy);  // not the leader: ignored
+    EXPECT_EQ(pair.t[1]->shared_copy_path(7), CopyPathChooser::single_copy);
+    EXPECT_EQ(pair.t[1]->shared_copy_path(8), CopyPathChooser::ring);
+    EXPECT_EQ(pair.t[0]->shared_copy_path(7), CopyPathChooser::single_copy);
     // Modes always and never leave the caller no choice.
     SingleCopyPolicy never;
     Pair off(1 << 20, 8, never);
@@ -363,6 +374,24 @@ TEST(CopyPathChooser, MovesToSingleCopyWhileTheRingsAreSlowerAndBack) {
     EXPECT_EQ(c.best(), CopyPathChooser::single_copy);
     // A try of the rings finds them fast again: back to them.
     run(55000, 90000, CopyPathChooser::kExploreEvery + CopyPathChooser::kExploreCalls);
+    EXPECT_EQ(c.best(), CopyPathChooser::ring);
+}
+
+// A rank that follows the node's first rank takes its choice, but not in
+// the middle of a try (all ranks try on the same calls).
+TEST(CopyPathChooser, AdoptsTheLeadersChoiceBetweenTries) {
+    CopyPathChooser c;
+    c.adopt(CopyPathChooser::single_copy);
+    EXPECT_EQ(c.best(), CopyPathChooser::single_copy);
+    EXPECT_EQ(c.next(), CopyPathChooser::single_copy);
+    for (int i = 0; i < 6; ++i) c.record(c.next(), 90000);
+    ASSERT_EQ(c.next(), CopyPathChooser::ring);  // the early try: 3 calls on the other path
+    c.adopt(CopyPathChooser::ring);
+    EXPECT_EQ(c.best(), CopyPathChooser::single_copy);  // unchanged during the try
+    EXPECT_EQ(c.next(), CopyPathChooser::ring);
+    EXPECT_EQ(c.next(), CopyPathChooser::ring);
+    EXPECT_EQ(c.next(), CopyPathChooser::single_copy);
+    c.adopt(CopyPathChooser::ring);
     EXPECT_EQ(c.best(), CopyPathChooser::ring);
 }
 
