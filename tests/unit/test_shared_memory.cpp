@@ -61,7 +61,23 @@ struct Pair {
         }
         return fail(LOOM_ERR_INTERNAL, "not done after 10000 rounds");
     }
+    // A small message from rank 0 to rank 1: after it, rank 1 has decided
+    // whether it may read rank 0's memory (single copy).
+    Status first_message() {
+        std::string msg(4, 'p'), got(4, '.');
+        TransportHandle s, r;
+        LOOM_RETURN_IF_ERROR(t[0]->post_send(msg.data(), msg.size(), 1, 1, 0, &s));
+        LOOM_RETURN_IF_ERROR(t[1]->post_recv(got.data(), got.size(), 0, 1, &r));
+        return drive({&s}, {&r});
+    }
 };
+
+SingleCopyPolicy always_single_copy(size_t min_bytes) {
+    SingleCopyPolicy p;
+    p.mode = SingleCopyPolicy::always;
+    p.min_bytes = min_bytes;
+    return p;
+}
 
 TEST(SharedMemoryTransport, MatchesInPostingOrderPerTag) {
     Pair pair;
@@ -179,10 +195,7 @@ TEST(SharedMemoryTransport, ReportsATruncatedReceive) {
 // min_bytes are read from the send buffer, small ones still go through the
 // cells, and one taken out before its receive is read into a buffer.
 TEST(SharedMemoryTransport, SingleCopyReadsTheSendBufferOnceTheReceiverMay) {
-    SingleCopyPolicy always;
-    always.mode = SingleCopyPolicy::always;
-    always.min_bytes = 64;
-    Pair pair(1 << 20, /*cells=*/8, always);
+    Pair pair(1 << 20, /*cells=*/8, always_single_copy(64));
     std::string first(100, 'f'), got_first(100, '.');
     TransportHandle s0, r0;
     ASSERT_EQ(pair.t[0]->post_send(first.data(), first.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
@@ -231,15 +244,8 @@ TEST(SharedMemoryTransport, SingleCopyReadsTheSendBufferOnceTheReceiverMay) {
 
 // A receive smaller than a single-copy message keeps what fits and fails.
 TEST(SharedMemoryTransport, ReportsATruncatedSingleCopyReceive) {
-    SingleCopyPolicy always;
-    always.mode = SingleCopyPolicy::always;
-    always.min_bytes = 1;
-    Pair pair(1 << 20, /*cells=*/8, always);
-    std::string probe(4, 'p'), got_probe(4, '.');
-    TransportHandle s0, r0;
-    ASSERT_EQ(pair.t[0]->post_send(probe.data(), probe.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
-    ASSERT_EQ(pair.t[1]->post_recv(got_probe.data(), got_probe.size(), 0, 1, &r0), LOOM_SUCCESS);
-    ASSERT_EQ(pair.drive({&s0}, {&r0}), LOOM_SUCCESS) << last_error_message();
+    Pair pair(1 << 20, /*cells=*/8, always_single_copy(1));
+    ASSERT_EQ(pair.first_message(), LOOM_SUCCESS) << last_error_message();
     std::string msg(300, 'm'), small(200, '.');
     TransportHandle s, r;
     ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 3, 0, &s), LOOM_SUCCESS);
@@ -254,15 +260,8 @@ TEST(SharedMemoryTransport, ReportsATruncatedSingleCopyReceive) {
 // A send buffer that is gone when the receiver reads it (a user error):
 // both sides report the failed read, neither hangs.
 TEST(SharedMemoryTransport, ReportsAFailedSingleCopyOnBothSides) {
-    SingleCopyPolicy always;
-    always.mode = SingleCopyPolicy::always;
-    always.min_bytes = 1;
-    Pair pair(1 << 20, /*cells=*/8, always);
-    std::string probe(4, 'p'), got_probe(4, '.');
-    TransportHandle s0, r0;
-    ASSERT_EQ(pair.t[0]->post_send(probe.data(), probe.size(), 1, 1, 0, &s0), LOOM_SUCCESS);
-    ASSERT_EQ(pair.t[1]->post_recv(got_probe.data(), got_probe.size(), 0, 1, &r0), LOOM_SUCCESS);
-    ASSERT_EQ(pair.drive({&s0}, {&r0}), LOOM_SUCCESS) << last_error_message();
+    Pair pair(1 << 20, /*cells=*/8, always_single_copy(1));
+    ASSERT_EQ(pair.first_message(), LOOM_SUCCESS) << last_error_message();
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     void *mem = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(mem, MAP_FAILED);
