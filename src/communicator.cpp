@@ -122,8 +122,11 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Program program = build_program(*sel.algorithm, tuned, rank());
     if (a.collective == Collective::alltoall)
         program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
+    // Whether its calls may send messages of the size the transport lets us
+    // choose how to send (fixed once shared memory is attached, before any plan).
+    const bool chooses = a.input_count() * a.elem_size >= transport_->single_copy_choice_min();
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), CopyPathChooser{},
-                    static_cast<uint32_t>(PlanKeyHash{}(key))};
+                    static_cast<uint32_t>(PlanKeyHash{}(key)), chooses};
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
@@ -246,11 +249,10 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     next_tag_ = next_tag_ >= transport_->max_tag() ? 0 : next_tag_ + 1;
     if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
     else req.execution_ = std::make_unique<Execution>(req.program_.get(), *transport_, tag, eb);
-    // Calls that may send messages of the size the transport lets us choose
-    // how to send: blocking ones take the plan's next path and are timed,
-    // nonblocking ones (whose time includes the caller's work) its best.
+    // Blocking calls take the plan's next path and are timed, nonblocking
+    // ones (whose time includes the caller's work) its best.
     timed_plan_ = nullptr;
-    if (args.input_count() * args.elem_size >= transport_->single_copy_choice_min()) {
+    if (plan->chooses_copy_path) {
         // Every rank tries the other path on the same calls (they make the
         // same calls in the same order); otherwise all follow the leader.
         if (!transport_->leads_copy_path_choice()) {
@@ -293,9 +295,8 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     const Status st = blocking_->wait();
     if (st == LOOM_SUCCESS) {
         plan->copy_path.record(timed_path_, now_ns() - timed_start_ns_);
-        if (transport_->leads_copy_path_choice()) transport_->publish_copy_path(plan->copy_path_slot, plan->copy_path.best());
+        transport_->publish_copy_path(plan->copy_path_slot, plan->copy_path.best());  // kept by the leader only
     }
-
     return st;
 }
 

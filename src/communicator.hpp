@@ -119,6 +119,7 @@ class Communicator {
         // timed blocking calls (the node's first rank's, which the others follow).
         mutable CopyPathChooser copy_path;
         uint32_t copy_path_slot = 0;  // its key's hash
+        bool chooses_copy_path = false;  // its calls may send messages of single-copy size
     };
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.

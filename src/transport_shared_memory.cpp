@@ -87,11 +87,6 @@ std::atomic<uint8_t> *copy_path_slot(unsigned char *inbox, size_t nlocal, uint32
 }
 static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free, "flag bytes");
 
-// The ring `sender_index` writes into, inside `inbox` of `nlocal` channels.
-unsigned char *channel(unsigned char *inbox, size_t nlocal, size_t sender_index, const ShmGeometry &g) {
-    return inbox + header_area_bytes(nlocal) + sender_index * g.cells * cell_stride(g);
-}
-
 // Reads `bytes` at `source` in process `pid` into `dest`: 0, or the errno.
 int read_from_process(int pid, uint64_t source, unsigned char *dest, size_t bytes) {
     size_t done = 0;
@@ -170,6 +165,7 @@ class SharedMemoryTransport final : public Transport {
         my_index_ = static_cast<size_t>(local_index_[base_->rank()]);
         peers_.resize(node_.local_ranks.size());
         stride_ = cell_stride(node_.geometry);
+        rings_offset_ = header_area_bytes(node_.local_ranks.size());
     }
     ~SharedMemoryTransport() override = default;
 
@@ -197,15 +193,15 @@ class SharedMemoryTransport final : public Transport {
     bool leads_copy_path_choice() const override { return my_index_ == 0; }
     void publish_copy_path(uint32_t slot, int path) override {
         if (my_index_ != 0) return;
-        copy_path_slot(node_.own->data(), node_.local_ranks.size(), slot)
-            ->store(static_cast<uint8_t>(path + 1), std::memory_order_relaxed);
+        // Written only when it changes: the others read this line every call.
+        std::atomic<uint8_t> *word = copy_path_slot(node_.own->data(), node_.local_ranks.size(), slot);
+        const auto value = static_cast<uint8_t>(path + 1);
+        if (word->load(std::memory_order_relaxed) != value) word->store(value, std::memory_order_relaxed);
     }
     int shared_copy_path(uint32_t slot) const override {
-        const unsigned char *leader = my_index_ == 0 ? node_.own->data() : node_.peers[0] ? node_.peers[0]->data() : nullptr;
-        if (!leader) return -1;  // not mapped yet: no sends to it so far
-        const int v = copy_path_slot(const_cast<unsigned char *>(leader), node_.local_ranks.size(), slot)
-                          ->load(std::memory_order_relaxed);
-        return v - 1;
+        const SharedSegment *seg = my_index_ == 0 ? node_.own.get() : node_.peers[0].get();
+        if (!seg) return -1;  // not mapped yet: no sends to it so far
+        return copy_path_slot(seg->data(), node_.local_ranks.size(), slot)->load(std::memory_order_relaxed) - 1;
     }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
@@ -342,8 +338,8 @@ class SharedMemoryTransport final : public Transport {
     }
 
     unsigned char *cell(unsigned char *inbox, size_t sender_index, uint64_t seq) const {
-        return channel(inbox, node_.local_ranks.size(), sender_index, node_.geometry) +
-               (seq % node_.geometry.cells) * stride_;
+        // The rings follow the header area, one per sender.
+        return inbox + rings_offset_ + (sender_index * node_.geometry.cells + seq % node_.geometry.cells) * stride_;
     }
 
     void poll() {
@@ -651,6 +647,7 @@ class SharedMemoryTransport final : public Transport {
     bool prefer_single_copy_;  // for sends posted from now on (mode measured: the caller's choice)
     int32_t pid_ = static_cast<int32_t>(getpid());
     size_t stride_ = 0;
+    size_t rings_offset_ = 0;  // header_area_bytes of this node: fixed, and needed for every cell
     std::vector<int> local_index_;  // by communicator rank; -1 off-node
     size_t my_index_ = 0;
     std::deque<PeerState> peers_;  // by local index (a deque: PeerState does not move)
