@@ -12,8 +12,8 @@
 
 #include <sched.h>
 
-#include "communicator.hpp"
-#include "transport_inprocess.hpp"
+#include "runtime/communicator.hpp"
+#include "transport/inprocess/inprocess.hpp"
 
 using namespace loom;
 using Clock = std::chrono::steady_clock;

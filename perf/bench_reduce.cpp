@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "datatype.hpp"
-#include "params.hpp"
+#include "core/datatype.hpp"
+#include "runtime/params.hpp"
 
 using namespace loom;
 using Clock = std::chrono::steady_clock;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "status.hpp"
+#include "core/status.hpp"
 
 namespace loom {
 

@@ -1,7 +1,7 @@
 // CollArgs for a call in tests: collective, ranks, count and element size
 // (reduce_scatter gets `count` for every rank).
 #pragma once
-#include "plan.hpp"
+#include "core/plan.hpp"
 
 namespace loom {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "algorithm.hpp"
-#include "executor.hpp"
-#include "transport_inprocess.hpp"
-#include "transport_shared_memory.hpp"
+#include "algorithms/algorithm.hpp"
+#include "runtime/executor.hpp"
+#include "transport/inprocess/inprocess.hpp"
+#include "transport/shm/shm.hpp"
 
 namespace loom::testing {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "datatype.hpp"
+#include "core/datatype.hpp"
 
 namespace loom::testing {
 

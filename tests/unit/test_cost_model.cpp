@@ -5,7 +5,7 @@
 
 #include "call_args.hpp"
 
-#include "cost_model.hpp"
+#include "select/cost_model.hpp"
 #include "node_map.hpp"
 
 namespace loom {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "datatype.hpp"
+#include "core/datatype.hpp"
 #include "reference.hpp"
 
 namespace loom {

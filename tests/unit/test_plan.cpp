@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "communicator.hpp"
-#include "params.hpp"
-#include "plan.hpp"
-#include "transport_inprocess.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/params.hpp"
+#include "core/plan.hpp"
+#include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
 namespace {

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <fstream>
 
-#include "algorithm.hpp"
-#include "call_spec.hpp"
-#include "communicator.hpp"
+#include "algorithms/algorithm.hpp"
+#include "select/call_spec.hpp"
+#include "runtime/communicator.hpp"
 #include "node_map.hpp"
-#include "rules.hpp"
-#include "selector.hpp"
-#include "transport_inprocess.hpp"
+#include "select/rules.hpp"
+#include "select/selector.hpp"
+#include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
 namespace {

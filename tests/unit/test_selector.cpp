@@ -4,7 +4,7 @@
 #include "call_args.hpp"
 
 #include "node_map.hpp"
-#include "selector.hpp"
+#include "select/selector.hpp"
 
 namespace loom {
 namespace {

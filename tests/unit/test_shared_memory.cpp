@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "copy_path_chooser.hpp"
-#include "transport_inprocess.hpp"
-#include "transport_shared_memory.hpp"
+#include "transport/shm/copy_path_chooser.hpp"
+#include "transport/inprocess/inprocess.hpp"
+#include "transport/shm/shm.hpp"
 
 namespace loom {
 namespace {

@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
-#include "communicator.hpp"
-#include "transport_inprocess.hpp"
+#include "runtime/communicator.hpp"
+#include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
 namespace {

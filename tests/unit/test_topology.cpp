@@ -4,7 +4,7 @@
 
 #include "machine.hpp"
 #include "node_map.hpp"
-#include "plan.hpp"
+#include "core/plan.hpp"
 
 namespace loom {
 namespace {

@@ -1,0 +1,38 @@
+// Algorithms are plan builders, registered by name with their restrictions
+// (the MPICH way: one list, each entry says where it applies).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+
+namespace loom {
+
+struct AlgorithmInfo {
+    Collective collective;
+    const char *name;          // what users force it by: LOOM_ALLREDUCE_ALGORITHM=ring
+    const char *description;
+    const char *restrictions;  // in words, for loom-info; "none" when it runs anywhere
+    // Empty when the algorithm can run `args`; otherwise why not.
+    std::string (*not_applicable)(const CollArgs &args);
+    // Appends `rank`'s steps for `args` to `program`.
+    void (*build)(const CollArgs &args, int rank, ProgramBuilder &builder);
+    // True when the algorithm reads its input only through a first copy into
+    // the output, so an in-place call may alias input and output directly.
+    bool in_place_aliasing_safe;
+};
+
+const std::vector<const AlgorithmInfo *> &all_algorithms();
+std::vector<const AlgorithmInfo *> algorithms_for(Collective c);
+const AlgorithmInfo *find_algorithm(Collective c, const std::string &name);
+std::string algorithm_names(Collective c);  // "ring, recursive_doubling, ..." for messages
+
+// For algorithms without restrictions.
+inline std::string always_applicable(const CollArgs &) { return {}; }
+
+// Builds rank `rank`'s finalized program. An in-place call whose algorithm is
+// not aliasing safe reads its input from a snapshot the executor takes first;
+// programs never know the difference.
+Program build_program(const AlgorithmInfo &algo, const CollArgs &args, int rank);
+
+}  // namespace loom

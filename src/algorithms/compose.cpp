@@ -1,0 +1,37 @@
+#include "algorithms/compose.hpp"
+
+#include "select/selector.hpp"
+
+namespace loom {
+
+CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count, bool one_node) {
+    CollArgs s;
+    s.collective = c;
+    s.nranks = nranks;
+    s.count = count;
+    s.elem_size = parent.elem_size;
+    s.segment_bytes = parent.segment_bytes;
+    s.radix = parent.radix;
+    s.max_outstanding = parent.max_outstanding;
+    s.single_node = one_node;
+    return s;
+}
+
+void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vector<int> &ranks, int me, Slice input,
+                          Slice output, int lane) {
+    // Sub-arguments carry no node map, so the node-aware algorithms never
+    // apply here and the flat ones (some always applicable) are chosen.
+    Selection chosen;
+    default_selection(sub, &chosen);
+    b.push_group(ranks, input, output, lane);
+    chosen.algorithm->build(sub, me, b);
+    b.pop_group();
+}
+
+std::string needs_node_map(const CollArgs &a) {
+    if (!a.nodes) return "needs to know which ranks share a node";
+    if (a.nodes->nranks() != a.nranks) return "the node map has " + std::to_string(a.nodes->nranks()) + " ranks";
+    return {};
+}
+
+}  // namespace loom

@@ -1,0 +1,177 @@
+#include "algorithms/phases.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace loom {
+
+BlockLayout reduce_scatter_blocks(const CollArgs &a) {
+    if (a.collective == Collective::reduce_scatter) return BlockLayout(a.recv_counts);
+    return BlockLayout(a.count * static_cast<size_t>(a.nranks), static_cast<size_t>(a.nranks));
+}
+
+namespace {
+
+// A contiguous stretch of the vector, in elements.
+struct Run {
+    size_t offset, count;
+};
+
+// The runs holding the blocks owned by core ranks [first, first + n). Block b
+// belongs to core rank b % core, so the range owns one run per lap of `core`
+// blocks: at most two when there is one block per rank (core > nranks / 2).
+std::vector<Run> runs_of(const BlockLayout &blocks, int core, int first, int n) {
+    std::vector<Run> runs;
+    const size_t total = blocks.blocks();
+    for (size_t lap = 0; lap < total; lap += static_cast<size_t>(core)) {
+        const size_t begin = std::min(total, lap + first), end = std::min(total, lap + first + n);
+        if (begin < end) runs.push_back(Run{blocks.offset(begin), blocks.span(begin, end - begin)});
+    }
+    return runs;
+}
+
+size_t elements_in(const std::vector<Run> &runs) {
+    size_t n = 0;
+    for (const Run &r : runs) n += r.count;
+    return n;
+}
+
+bool same_slice(const Slice &x, const Slice &y) { return x.buffer == y.buffer && x.offset == y.offset; }
+
+}  // namespace
+
+void reduce_scatter_halving(const Fold &fold, const BlockLayout &blocks, int rank, Slice source, Slice work,
+                            ProgramBuilder &b) {
+    if (!fold.in_core(rank)) {
+        b.send(fold.carrier(rank), source);
+        return;
+    }
+    const int core = fold.core;
+    const std::vector<int> carried = fold.carried(rank);
+    // `work` holds this rank's partial sums (over the range still in play)
+    // once something has been added into it; until then the contribution is
+    // read from `source` and the first incoming data lands straight in `work`.
+    const bool starts_filled = same_slice(source, work);
+
+    // Size the receive buffers first so they come out of one scratch area.
+    // Stages alternate between two landing buffers, so a stage's receive need
+    // not wait for the previous stage's reduction to finish reading.
+    size_t fold_landing = 0, stage_landing[2] = {0, 0};
+    bool filled = starts_filled;
+    for (size_t i = 0; i < carried.size(); ++i) {
+        if (filled) fold_landing = blocks.total();
+        filled = true;
+    }
+    int stage = 0;
+    for (int half = core / 2; half >= 1; half /= 2, ++stage) {
+        const int keep_first = (rank & half) ? (rank & ~(2 * half - 1)) + half : rank & ~(2 * half - 1);
+        if (filled) stage_landing[stage % 2] = std::max(stage_landing[stage % 2], elements_in(runs_of(blocks, core, keep_first, half)));
+        filled = true;
+    }
+    const size_t scratch_needed = std::max(fold_landing, stage_landing[0] + stage_landing[1]);
+    const Slice pool = scratch_needed ? b.scratch(scratch_needed) : Slice{};
+    const Slice landing[2] = {pool.sub(0, stage_landing[0]), pool.sub(stage_landing[0], stage_landing[1])};
+
+    // Fold: add in the whole contribution of each rank this one carries.
+    filled = starts_filled;
+    for (int peer : carried) {
+        if (filled) {
+            const Slice incoming = pool.sub(0, blocks.total());
+            b.recv(peer, incoming);
+            b.reduce(work, incoming);
+        } else {
+            b.recv(peer, work);
+            b.reduce(work, source);
+            filled = true;
+        }
+    }
+
+    // Halving over the core-rank index space: with partner rank ^ half, keep
+    // the half of the current range holding my blocks, send the other half.
+    stage = 0;
+    for (int half = core / 2; half >= 1; half /= 2, ++stage) {
+        const int partner = rank ^ half;
+        const int range_first = rank & ~(2 * half - 1);
+        const bool keep_lower = (rank & half) == 0;
+        const int keep_first = keep_lower ? range_first : range_first + half;
+        const int give_first = keep_lower ? range_first + half : range_first;
+        const Slice outgoing = filled ? work : source;
+        for (const Run &r : runs_of(blocks, core, give_first, half)) b.send(partner, outgoing.sub(r.offset, r.count));
+        size_t landed = 0;
+        for (const Run &r : runs_of(blocks, core, keep_first, half)) {
+            const Slice mine = work.sub(r.offset, r.count);
+            if (filled) {
+                // Receive into scratch, never into `work`, which may be what the
+                // partner reads from in this same exchange.
+                const Slice incoming = landing[stage % 2].sub(landed, r.count);
+                landed += r.count;
+                b.recv(partner, incoming);
+                b.reduce(mine, incoming);
+            } else {
+                b.recv(partner, mine);
+                b.reduce(mine, source.sub(r.offset, r.count));
+            }
+        }
+        filled = true;
+    }
+    if (!filled)  // a communicator of one: nothing was exchanged
+        for (const Run &r : runs_of(blocks, core, rank, 1)) b.copy(work.sub(r.offset, r.count), source.sub(r.offset, r.count));
+}
+
+void allgather_doubling(const Fold &fold, const BlockLayout &blocks, int rank, Slice work, ProgramBuilder &b) {
+    if (!fold.in_core(rank)) {
+        b.recv(fold.carrier(rank), work);
+        return;
+    }
+    const int core = fold.core;
+    // Before the stage with distance `held`, I hold the blocks of the `held`
+    // core ranks in my aligned group; my partner holds its group's. The two
+    // groups are disjoint, so the exchange reads and writes disjoint runs.
+    for (int held = 1; held < core; held *= 2) {
+        const int partner = rank ^ held;
+        for (const Run &r : runs_of(blocks, core, rank & ~(held - 1), held)) b.send(partner, work.sub(r.offset, r.count));
+        for (const Run &r : runs_of(blocks, core, partner & ~(held - 1), held)) b.recv(partner, work.sub(r.offset, r.count));
+    }
+    for (int peer : fold.carried(rank)) b.send(peer, work);
+}
+
+void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, Slice work, Slice result,
+                        ProgramBuilder &b) {
+    if (!fold.in_core(rank)) {
+        b.recv(fold.carrier(rank), result);
+        return;
+    }
+    for (int peer : fold.carried(rank)) b.send(peer, work.sub(blocks.offset(peer), blocks.count(peer)));
+    b.copy(result, work.sub(blocks.offset(rank), blocks.count(rank)));
+}
+
+void allreduce_by_digit_exchange(const CollArgs &a, int rank, int radix, ProgramBuilder &b) {
+    const Slice result = output_slice(0, a.count);
+    b.copy(result, input_slice(0, a.count));
+    if (a.nranks == 1 || a.count == 0) return;
+    const Fold fold(a.nranks, radix);
+    if (!fold.in_core(rank)) {
+        b.send(fold.carrier(rank), result);
+        b.recv(fold.carrier(rank), result);
+        return;
+    }
+    const std::vector<int> carried = fold.carried(rank);
+    std::vector<Slice> incoming;
+    for (int i = 0; i < std::max<int>(radix - 1, static_cast<int>(carried.size())); ++i)
+        incoming.push_back(b.scratch(a.count));
+    for (size_t i = 0; i < carried.size(); ++i) b.recv(carried[i], incoming[i]);
+    for (size_t i = 0; i < carried.size(); ++i) b.reduce(result, incoming[i]);
+    for (int stride = 1; stride < fold.core; stride *= radix) {
+        const int digit = (rank / stride) % radix;
+        std::vector<int> peers;
+        for (int j = 1; j < radix; ++j) peers.push_back(rank + (((digit + j) % radix) - digit) * stride);
+        // All sends and receives of the round go out before any reduction, so
+        // the k-1 exchanges overlap.
+        for (int j = 0; j < radix - 1; ++j) b.send(peers[j], result);
+        for (int j = 0; j < radix - 1; ++j) b.recv(peers[j], incoming[j]);
+        for (int j = 0; j < radix - 1; ++j) b.reduce(result, incoming[j]);
+    }
+    for (int extra : carried) b.send(extra, result);
+}
+
+}  // namespace loom

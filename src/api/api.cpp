@@ -1,0 +1,509 @@
+// The public C API (loom.h): argument checking with clear messages, then the
+// Communicator does the work.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <numeric>
+
+#include "runtime/communicator.hpp"
+#include "transport/shm/setup_mpi.hpp"
+#include "transport/external/external.hpp"
+#include "transport/mpi/mpi.hpp"
+
+struct loom_comm {
+    std::unique_ptr<loom::Communicator> impl;
+};
+struct loom_shm_inbox {
+    loom::SharedMemoryNode node;
+    std::string key;
+    int rank = 0;
+};
+struct loom_request {
+    std::unique_ptr<loom::Request> impl;
+};
+
+namespace loom {
+namespace {
+
+// Above this many bytes per buffer the arithmetic of offsets could overflow.
+constexpr unsigned __int128 kMaxBufferBytes = 1ULL << 60;
+
+Status check_comm(loom_comm_t comm) {
+    if (!comm || !comm->impl) return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is NULL (create it with loom_comm_create)");
+    return LOOM_SUCCESS;
+}
+
+Status check_count(int64_t count, const char *what, size_t elem_size, int nranks) {
+    if (count < 0)
+        return fail(LOOM_ERR_INVALID_COUNT, std::string(what) + " is negative (" + std::to_string(count) + ")");
+    // Integer arithmetic: a long double product cost more than the rest of
+    // a one-rank call's checks. count * elem_size < 2^127; once it is at
+    // most 2^60, times nranks < 2^31 still fits.
+    const unsigned __int128 per_rank = static_cast<unsigned __int128>(count) * elem_size;
+    if (per_rank > kMaxBufferBytes || per_rank * static_cast<unsigned>(nranks) > kMaxBufferBytes)
+        return fail(LOOM_ERR_INVALID_COUNT, std::string(what) + " = " + std::to_string(count) + " elements of " +
+                                                std::to_string(elem_size) + " bytes on " + std::to_string(nranks) +
+                                                " ranks is too large to address");
+    return LOOM_SUCCESS;
+}
+
+Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size_t recv_elems) {
+    if (sendbuf == nullptr && send_elems > 0)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "sendbuf is NULL with a nonzero count (use LOOM_IN_PLACE for in-place)");
+    if (recvbuf == nullptr && recv_elems > 0) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvbuf is NULL with a nonzero count");
+    if (sendbuf != nullptr && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf && send_elems > 0)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf are the same buffer; pass LOOM_IN_PLACE as sendbuf instead");
+    return LOOM_SUCCESS;
+}
+
+bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
+
+// Common front half of every collective: checks, then start.
+Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf,
+                  loom_datatype_t type, loom_op_t op, bool reduces, std::unique_ptr<Request> *req) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (reduces) {
+        LOOM_RETURN_IF_ERROR(check_reduction(type, op));
+    } else {
+        LOOM_RETURN_IF_ERROR(check_datatype(type));
+    }
+    Communicator &c = *comm->impl;
+    full.nranks = c.size();
+    const bool in_place = is_in_place(sendbuf);
+    full.in_place = in_place;
+    const size_t send_elems = in_place ? 0 : full.input_count();
+    const size_t recv_elems = full.output_count(c.rank());
+    LOOM_RETURN_IF_ERROR(check_buffers(in_place ? nullptr : sendbuf, recvbuf, send_elems, recv_elems));
+    if (in_place && recvbuf == nullptr && full.input_count() > 0)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
+    CallData call;
+    call.sendbuf = in_place ? nullptr : sendbuf;
+    call.in_place = in_place;
+    call.recvbuf = recvbuf;
+    call.type = type;
+    call.op = op;
+    // No request wanted: a blocking call, run on the communicator's reusable request.
+    return req ? c.start(std::move(full), call, req) : c.run(std::move(full), call);
+}
+
+
+int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
+    if (st != LOOM_SUCCESS) return st;
+    auto *r = new (std::nothrow) loom_request;
+    if (!r) {
+        req->wait();  // never leave user buffers half written
+        return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a request");
+    }
+    r->impl = std::move(req);
+    *out = r;
+    return LOOM_SUCCESS;
+}
+
+size_t elem_size_or_one(loom_datatype_t t) {
+    const DatatypeInfo *info = datatype_info(t);
+    return info ? info->size : 1;
+}
+
+int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl->size() : 1; }
+
+Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
+                      std::unique_ptr<Request> *req) {
+    LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), 1));
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.count = static_cast<size_t>(count);
+    return start_call(comm, a, s, r, t, op, true, req);
+}
+
+Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
+                           loom_comm_t comm, std::unique_ptr<Request> *req) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvcounts is NULL");
+    CollArgs a;
+    a.collective = Collective::reduce_scatter;
+    const int p = comm->impl->size();
+    const size_t elem_size = elem_size_or_one(t);
+    unsigned __int128 total_bytes = 0;  // at most p * 2^60: no overflow
+    a.recv_counts.resize(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) {
+        // The message naming the entry is built only when it is bad: this loop runs on every call.
+        const unsigned __int128 bytes = static_cast<unsigned __int128>(counts[i] < 0 ? 0 : counts[i]) * elem_size;
+        if (counts[i] < 0 || bytes > kMaxBufferBytes)
+            return check_count(counts[i], ("recvcounts[" + std::to_string(i) + "]").c_str(), elem_size, 1);
+        total_bytes += bytes;
+        a.recv_counts[static_cast<size_t>(i)] = static_cast<size_t>(counts[i]);
+    }
+    if (total_bytes > kMaxBufferBytes)
+        return fail(LOOM_ERR_INVALID_COUNT, "the sum of recvcounts is too large to address");
+    return start_call(comm, std::move(a), s, r, t, op, true, req);
+}
+
+Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
+                                 loom_comm_t comm, std::unique_ptr<Request> *req) {
+    LOOM_RETURN_IF_ERROR(check_count(count, "recvcount", elem_size_or_one(t), comm_size_or_one(comm)));
+    CollArgs a;
+    a.collective = Collective::reduce_scatter_block;
+    a.count = static_cast<size_t>(count);
+    return start_call(comm, a, s, r, t, op, true, req);
+}
+
+Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
+                        std::unique_ptr<Request> *req) {
+    LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), comm_size_or_one(comm)));
+    CollArgs a;
+    a.collective = c;
+    a.count = static_cast<size_t>(count);
+    return start_call(comm, a, s, r, t, LOOM_SUM, false, req);
+}
+
+// Wraps a transport into a public communicator with `config`.
+Status new_communicator(Config config, std::unique_ptr<Transport> transport, loom_comm_t *out) {
+    auto *c = new (std::nothrow) loom_comm;
+    if (!c) return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a communicator");
+    c->impl = std::make_unique<Communicator>(std::move(transport), std::move(config));
+    *out = c;
+    return LOOM_SUCCESS;
+}
+
+}  // namespace
+}  // namespace loom
+
+using namespace loom;
+
+extern "C" {
+
+void loom_get_version(int *major, int *minor, int *patch) {
+    if (major) *major = LOOM_VERSION_MAJOR;
+    if (minor) *minor = LOOM_VERSION_MINOR;
+    if (patch) *patch = LOOM_VERSION_PATCH;
+}
+
+int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_create: out is NULL");
+    *out = nullptr;
+    Config config;
+    LOOM_RETURN_IF_ERROR(config.load_environment());
+    std::unique_ptr<Transport> transport;
+    LOOM_RETURN_IF_ERROR(make_mpi_transport(comm, &transport));
+    LOOM_RETURN_IF_ERROR(new_communicator(std::move(config), std::move(transport), out));
+    Status st = setup_nodes_mpi(comm, *(*out)->impl);
+    if (st != LOOM_SUCCESS) {
+        delete *out;
+        *out = nullptr;
+    }
+    return st;
+}
+
+int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const int *local_ranks, int nlocal,
+                          loom_shm_inbox_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: out is NULL");
+    *out = nullptr;
+    if (!key || !*key || std::strchr(key, '/'))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: key must be a non-empty name without '/'");
+    if (!local_ranks || nlocal < 2)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: a node group needs at least 2 ranks");
+    auto inbox = std::make_unique<loom_shm_inbox>();
+    inbox->key = key;
+    inbox->rank = rank;
+    inbox->node.identity = identity;
+    inbox->node.local_ranks.assign(local_ranks, local_ranks + nlocal);
+    // The communicator's size is not known here: only the upper bound of the range goes unchecked.
+    const std::string bad = node_group_problem(inbox->node.local_ranks, rank, INT_MAX);
+    if (!bad.empty()) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_create: " + bad);
+    LOOM_RETURN_IF_ERROR(shm_create_inbox(inbox->key, rank, &inbox->node));
+    *out = inbox.release();
+    return LOOM_SUCCESS;
+}
+
+int loom_shm_inbox_free(loom_shm_inbox_t *inbox) {
+    if (!inbox) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_free: NULL argument");
+    delete *inbox;
+    *inbox = nullptr;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!inbox || !*inbox) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_attach_shared_memory: inbox is NULL");
+    std::unique_ptr<loom_shm_inbox> owned(*inbox);
+    *inbox = nullptr;
+    if (owned->rank != comm->impl->rank())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_attach_shared_memory: the inbox was created for rank " +
+                                                   std::to_string(owned->rank) + ", the communicator's rank is " +
+                                                   std::to_string(comm->impl->rank()));
+    if (comm->impl->config().integer(kParamSharedMemory) == 0) return LOOM_SUCCESS;
+    owned->node.key = owned->key;  // peers are mapped when first sent to
+    return comm->impl->attach_shared_memory(std::move(owned->node));
+}
+
+int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm_t *out) {
+    if (!out || !transport) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_create_with_transport: NULL argument");
+    *out = nullptr;
+    Config config;
+    LOOM_RETURN_IF_ERROR(config.load_environment());
+    std::unique_ptr<Transport> t;
+    LOOM_RETURN_IF_ERROR(make_external_transport(*transport, &t));
+    return new_communicator(std::move(config), std::move(t), out);
+}
+
+int loom_param_count(void) { return static_cast<int>(param_table().size()); }
+
+int loom_param_info(int index, const char **name, const char **default_value, const char **help, int *level) {
+    if (index < 0 || index >= loom_param_count())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "parameter index " + std::to_string(index) + " is out of range [0, " +
+                                                   std::to_string(loom_param_count()) + ")");
+    const ParamSpec &s = param_table()[index];
+    if (name) *name = s.name;
+    if (default_value) *default_value = s.default_value;
+    if (help) *help = s.help;
+    if (level) *level = s.level;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_free(loom_comm_t *comm) {
+    if (!comm || !*comm) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_free: communicator is NULL");
+    delete *comm;
+    *comm = nullptr;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_rank(loom_comm_t comm, int *rank) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!rank) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_rank: rank is NULL");
+    *rank = comm->impl->rank();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_size(loom_comm_t comm, int *size) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!size) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_size: size is NULL");
+    *size = comm->impl->size();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!name || !value) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_param: name or value is NULL");
+    return comm->impl->config().set(name, value);
+}
+
+int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, const int64_t *counts,
+                      loom_datatype_t type, int in_place, const char **algorithm) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    LOOM_RETURN_IF_ERROR(check_datatype(type));
+    Collective c;
+    if (!collective || !collective_from_name(collective, &c))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, std::string("unknown collective '") + (collective ? collective : "(null)") + "'");
+    Communicator &impl = *comm->impl;
+    CollArgs a;
+    a.collective = c;
+    if (c == Collective::reduce_scatter) {
+        if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_prepare: reduce_scatter needs counts");
+        for (int i = 0; i < impl.size(); ++i) {
+            LOOM_RETURN_IF_ERROR(check_count(counts[i], "counts[i]", datatype_info(type)->size, 1));
+            a.recv_counts.push_back(static_cast<size_t>(counts[i]));
+        }
+    } else {
+        LOOM_RETURN_IF_ERROR(check_count(count, "count", datatype_info(type)->size, impl.size()));
+        a.count = static_cast<size_t>(count);
+    }
+    return impl.prepare(a, type, in_place != 0, algorithm);
+}
+
+int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const char **name) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    Collective c;
+    if (!collective || !collective_from_name(collective, &c))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, std::string("unknown collective '") + (collective ? collective : "(null)") +
+                                                   "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall)");
+    if (!name) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_last_algorithm: name is NULL");
+    *name = comm->impl->last_algorithm(c);
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_set_nodes(loom_comm_t comm, const int *labels, int nranks, int rails) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!labels || nranks < 1) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: labels is NULL or empty");
+    if (rails < 1 || rails > 64) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: rails must be 1..64");
+    return comm->impl->set_nodes(NodeMap::from_labels(std::vector<int>(labels, labels + nranks), rails));
+}
+
+int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails) {
+    if (!spec || !labels || !rails || nranks < 1)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_topology_parse: NULL argument or no ranks");
+    NodeMap m;
+    if (NodeMap::parse(spec, nranks, &m) != LOOM_SUCCESS)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, last_error_message());
+    std::copy(m.node_of.begin(), m.node_of.end(), labels);
+    *rails = m.rails;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_node_info(loom_comm_t comm, int *node, int *nodes, int *local, int *local_count, int *rails) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!node || !nodes || !local || !local_count || !rails)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_node_info: NULL argument");
+    const NodeMap &m = comm->impl->nodes();
+    const int r = comm->impl->rank();
+    *node = m.node_of[r];
+    *nodes = m.nodes();
+    *local = m.local_index[r];
+    *local_count = m.ranks_on(*node);
+    *rails = m.rails;
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!text) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_describe_nodes: text is NULL");
+    static thread_local std::string held;
+    held = comm->impl->nodes().describe();
+    *text = held.c_str();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");
+    const Transport &t = comm->impl->transport();
+    size_t node_ranks = 1;
+    uint64_t shm = 0, p2p = 0;
+    shm_counts(t, &node_ranks, &shm, &p2p);
+    info->name = t.name();
+    info->node_ranks = static_cast<int>(node_ranks);
+    info->shared_memory_sends = shm;
+    info->point_to_point_sends = p2p;
+    info->single_copy_sends = shm_single_copy_sends(t);
+    return LOOM_SUCCESS;
+}
+
+int loom_datatype_size(loom_datatype_t type, size_t *size) {
+    LOOM_RETURN_IF_ERROR(check_datatype(type));
+    if (!size) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_datatype_size: size is NULL");
+    *size = datatype_info(type)->size;
+    return LOOM_SUCCESS;
+}
+
+int loom_op_supported(loom_datatype_t type, loom_op_t op) { return reduction_kernel(type, op) != nullptr; }
+
+int loom_datatype_from_mpi(MPI_Datatype t, loom_datatype_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_datatype_from_mpi: out is NULL");
+    const struct {
+        MPI_Datatype mpi;
+        loom_datatype_t loom;
+    } map[] = {
+        {MPI_INT8_T, LOOM_INT8}, {MPI_UINT8_T, LOOM_UINT8}, {MPI_INT16_T, LOOM_INT16}, {MPI_UINT16_T, LOOM_UINT16},
+        {MPI_INT32_T, LOOM_INT32}, {MPI_UINT32_T, LOOM_UINT32}, {MPI_INT64_T, LOOM_INT64}, {MPI_UINT64_T, LOOM_UINT64},
+        {MPI_CHAR, LOOM_CHAR}, {MPI_SIGNED_CHAR, LOOM_SIGNED_CHAR}, {MPI_UNSIGNED_CHAR, LOOM_UNSIGNED_CHAR},
+        {MPI_WCHAR, LOOM_WCHAR}, {MPI_SHORT, LOOM_SHORT}, {MPI_UNSIGNED_SHORT, LOOM_UNSIGNED_SHORT},
+        {MPI_INT, LOOM_INT}, {MPI_UNSIGNED, LOOM_UNSIGNED}, {MPI_LONG, LOOM_LONG},
+        {MPI_UNSIGNED_LONG, LOOM_UNSIGNED_LONG}, {MPI_LONG_LONG, LOOM_LONG_LONG},
+        {MPI_LONG_LONG_INT, LOOM_LONG_LONG}, {MPI_UNSIGNED_LONG_LONG, LOOM_UNSIGNED_LONG_LONG},
+        {MPI_AINT, LOOM_INT64}, {MPI_OFFSET, LOOM_INT64}, {MPI_COUNT, LOOM_INT64},
+        {MPI_BYTE, LOOM_BYTE}, {MPI_C_BOOL, LOOM_BOOL}, {MPI_FLOAT, LOOM_FLOAT}, {MPI_DOUBLE, LOOM_DOUBLE},
+        {MPI_LONG_DOUBLE, LOOM_LONG_DOUBLE}, {MPI_C_FLOAT_COMPLEX, LOOM_C_FLOAT_COMPLEX},
+        {MPI_C_COMPLEX, LOOM_C_FLOAT_COMPLEX}, {MPI_C_DOUBLE_COMPLEX, LOOM_C_DOUBLE_COMPLEX},
+        {MPI_C_LONG_DOUBLE_COMPLEX, LOOM_C_LONG_DOUBLE_COMPLEX}, {MPI_FLOAT_INT, LOOM_FLOAT_INT},
+        {MPI_DOUBLE_INT, LOOM_DOUBLE_INT}, {MPI_LONG_INT, LOOM_LONG_INT}, {MPI_2INT, LOOM_2INT},
+        {MPI_SHORT_INT, LOOM_SHORT_INT}, {MPI_LONG_DOUBLE_INT, LOOM_LONG_DOUBLE_INT},
+    };
+    for (const auto &m : map)
+        if (m.mpi == t) {
+            *out = m.loom;
+            return LOOM_SUCCESS;
+        }
+    return fail(LOOM_ERR_INVALID_DATATYPE,
+                "MPI datatype is not a predefined basic type Loom reduces (derived or unsupported); "
+                "pack it, or use MPI's own collective");
+}
+
+int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_op_from_mpi: out is NULL");
+    const struct {
+        MPI_Op mpi;
+        loom_op_t loom;
+    } map[] = {{MPI_SUM, LOOM_SUM}, {MPI_PROD, LOOM_PROD}, {MPI_MIN, LOOM_MIN}, {MPI_MAX, LOOM_MAX},
+               {MPI_LAND, LOOM_LAND}, {MPI_LOR, LOOM_LOR}, {MPI_LXOR, LOOM_LXOR}, {MPI_BAND, LOOM_BAND},
+               {MPI_BOR, LOOM_BOR}, {MPI_BXOR, LOOM_BXOR}, {MPI_MINLOC, LOOM_MINLOC}, {MPI_MAXLOC, LOOM_MAXLOC}};
+    for (const auto &m : map)
+        if (m.mpi == op) {
+            *out = m.loom;
+            return LOOM_SUCCESS;
+        }
+    return fail(LOOM_ERR_INVALID_OP, "MPI op is user-defined or not supported by Loom (MPI_REPLACE, MPI_NO_OP, ...)");
+}
+
+int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm) {
+    return make_allreduce(s, r, count, t, op, comm, nullptr);
+}
+int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
+                    loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req), req, out);
+}
+int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
+                        loom_comm_t comm) {
+    return make_reduce_scatter(s, r, counts, t, op, comm, nullptr);
+}
+int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
+                         loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req), req, out);
+}
+int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
+                              loom_comm_t comm) {
+    return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr);
+}
+int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
+                               loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req), req, out);
+}
+int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
+    return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr);
+}
+int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req), req, out);
+}
+int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
+    return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr);
+}
+int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req), req, out);
+}
+
+int loom_test(loom_request_t *req, int *done) {
+    if (!req || !*req || !done) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_test: request or done is NULL");
+    bool finished = false;
+    Status st = (*req)->impl->test(&finished);
+    *done = finished ? 1 : 0;
+    if (finished) {
+        delete *req;
+        *req = nullptr;
+    }
+    return st;
+}
+
+int loom_wait(loom_request_t *req) {
+    if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_wait: request is NULL");
+    Status st = (*req)->impl->wait();
+    delete *req;
+    *req = nullptr;
+    return st;
+}
+
+int loom_request_free(loom_request_t *req) {
+    if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_request_free: request is NULL");
+    return loom_wait(req);
+}
+
+}  // extern "C"

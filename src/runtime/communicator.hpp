@@ -1,0 +1,161 @@
+// A Loom communicator: a transport, its parameters, the plan cache and the
+// running tag. Every collective is nonblocking underneath: start() returns a
+// Request, blocking calls are start + wait.
+#pragma once
+#include <list>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/shm/copy_path_chooser.hpp"
+#include "runtime/executor.hpp"
+#include "node_map.hpp"
+#include "runtime/params.hpp"
+#include "select/selector.hpp"
+#include "transport/transport.hpp"
+#include "transport/shm/shm.hpp"
+
+namespace loom {
+
+class Communicator;
+
+// A started collective. Testing or waiting on one request progresses every
+// active request of its communicator: otherwise two ranks waiting on
+// different requests, each needing the other's progress, would deadlock.
+class Request {
+  public:
+    ~Request();
+    Status test(bool *done);
+    Status wait();
+
+  private:
+    friend class Communicator;
+    Status advance();  // progresses this request only
+    Communicator *comm_ = nullptr;
+    std::shared_ptr<const Program> program_;
+    std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
+    std::vector<unsigned char> scratch_;
+    std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
+    bool finished_ = false;
+    Status error_ = LOOM_SUCCESS;
+};
+
+struct CallData {
+    const void *sendbuf = nullptr;
+    bool in_place = false;  // input is in recvbuf (sendbuf ignored)
+    void *recvbuf = nullptr;
+    loom_datatype_t type = LOOM_BYTE;
+    loom_op_t op = LOOM_SUM;  // ignored without reduction
+};
+
+class Communicator {
+  public:
+    Communicator(std::unique_ptr<Transport> transport, Config config);
+    ~Communicator();
+    // Kept: a transport's rank and size never change (wrapping it in shared
+    // memory keeps them), and every call asks several times.
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    Config &config() { return config_; }
+    Transport &transport() { return *transport_; }
+
+    // Validates nothing about user input (the C API does); args.nranks and the
+    // algorithm knobs are filled in here.
+    Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
+    Status run(CollArgs args, const CallData &call);
+    // Selects and builds (caches) the plan without running it.
+    Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
+
+    // Sends messages to ranks of this node through shared memory (up to the
+    // shm_max_bytes parameter). Only before the first collective: executions
+    // keep a reference to the transport.
+    Status attach_shared_memory(SharedMemoryNode node);
+
+    // Which node each rank is on. Only before the first collective; plans
+    // of node-aware algorithms depend on it.
+    Status set_nodes(NodeMap nodes);
+    const NodeMap &nodes() const { return nodes_; }
+
+    // Progresses every active request once.
+    Status progress_all();
+
+    const char *last_algorithm(Collective c) const { return last_algorithm_[static_cast<int>(c)]; }
+    size_t cached_plans() const { return cache_.size(); }
+    uint64_t plan_builds() const { return plan_builds_; }
+
+  private:
+
+    std::unique_ptr<Transport> transport_;
+    int rank_ = 0, size_ = 1;
+    Config config_;
+    uint32_t next_tag_ = 0;
+    const char *last_algorithm_[kCollectiveCount] = {};
+    std::set<std::pair<int, int>> explained_;  // (collective, size bucket) already explained
+    void explain_once(const CollArgs &args);
+    // What a call's plan depends on. The parameters enter through their
+    // generation, so changing one never reuses a stale choice.
+    struct PlanKey {
+        Collective collective;
+        bool in_place;
+        size_t count, elem_size;
+        uint64_t config_generation;
+        std::vector<size_t> recv_counts;
+        bool operator==(const PlanKey &o) const {
+            return collective == o.collective && in_place == o.in_place && count == o.count &&
+                   elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts;
+        }
+    };
+    struct PlanKeyHash {
+        size_t operator()(const PlanKey &k) const;
+    };
+    // The selection and the plan for one key, made once.
+    struct CachedPlan {
+        const AlgorithmInfo *algorithm;
+        std::string why;
+        std::shared_ptr<const Program> program;
+        // Rings or single copy for its large shared-memory messages, from
+        // timed blocking calls (the node's first rank's, which the others follow).
+        mutable CopyPathChooser copy_path;
+        uint32_t copy_path_slot = 0;  // its key's hash
+        bool chooses_copy_path = false;  // its calls may send messages of single-copy size
+    };
+    // Fills what every call needs besides its shape: rank count, element
+    // size, in-place, the node layout.
+    void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
+    // args plus what only choosing and building a plan reads: the
+    // parameters' knobs and the alltoall piece size. Plans are cached under
+    // the parameters' generation, so a call whose plan is cached needs
+    // neither.
+    CollArgs with_knobs(const CollArgs &args) const;
+    Status plan_for(const CollArgs &args, const CachedPlan **out);
+    Status lookup_plan(const CollArgs &args, const CachedPlan **out);
+    // Completes args in place (they are the caller's scratch) and starts the
+    // plan; a blocking call may be timed (timed_plan_).
+    Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
+
+    // LRU plan cache: most recently used at the front.
+    std::list<std::pair<PlanKey, CachedPlan>> lru_;
+    std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
+    std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
+    // The blocking call being timed for its plan's CopyPathChooser (null: none).
+    const CachedPlan *timed_plan_ = nullptr;
+    CopyPathChooser::Path timed_path_ = CopyPathChooser::ring;
+    uint64_t timed_start_ns_ = 0;
+    PlanKey last_key_{};
+    const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted
+    uint64_t plan_builds_ = 0;
+    std::vector<Request *> active_;
+    bool progressing_ = false;
+    bool started_any_ = false;
+    int shared_memory_ranks_ = 1;
+    // The attached rings: the largest message they carry (fixed when they
+    // were attached, as the transport's) and their size; alltoall pieces fit them.
+    size_t ring_message_max_ = 0;
+    size_t ring_bytes_ = 0;
+    NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
+    friend class Request;
+};
+
+}  // namespace loom

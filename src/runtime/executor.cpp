@@ -1,0 +1,136 @@
+#include "runtime/executor.hpp"
+
+#include <cstring>
+
+namespace loom {
+
+Execution::Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers)
+    : program_(program), transport_(transport), transport_ranks_(static_cast<size_t>(transport.size())), tag_(tag),
+      buffers_(buffers) {}
+
+void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers) {
+    program_ = program;
+    tag_ = tag;
+    buffers_ = buffers;
+    active_.clear();
+    completed_ = 0;
+}
+
+unsigned char *Execution::address(const Slice &s) const {
+    unsigned char *base = nullptr;
+    switch (s.buffer) {
+        case Buffer::input: base = static_cast<unsigned char *>(const_cast<void *>(buffers_.input)); break;
+        case Buffer::output: base = static_cast<unsigned char *>(buffers_.output); break;
+        case Buffer::scratch: base = static_cast<unsigned char *>(buffers_.scratch); break;
+    }
+    return base + s.offset * buffers_.elem_size;
+}
+
+Status Execution::start() {
+    const Program &p = *program_;
+    unmet_ = p.initial_unmet;
+    // A run that finished leaves every window counter at 0 and nothing
+    // held: only a new or interrupted execution needs them cleared.
+    const size_t keys = 2 * transport_ranks_;
+    if (!windows_clean_ || in_flight_.size() != keys) {
+        in_flight_.assign(keys, 0);
+        held_.assign(keys, Program::kNoStep);
+    }
+    windows_clean_ = false;
+    // Popped from the back: the last ready step first, which posts receives
+    // (no dependencies) before the copies and sends that wait on them.
+    ready_.assign(p.initial_ready.begin(), p.initial_ready.end());
+    return run_ready();
+}
+
+void Execution::release(StepId id) {
+    if (--unmet_[id] == 0) ready_.push_back(id);
+}
+
+void Execution::complete(StepId id) {
+    const Program &p = *program_;
+    ++completed_;
+    for (uint32_t i = p.dependents_begin[id]; i < p.dependents_begin[id + 1]; ++i) release(p.dependents[i]);
+}
+
+Status Execution::run_ready() {
+    const Program &p = *program_;
+    const size_t es = buffers_.elem_size;
+    while (!ready_.empty()) {
+        const StepId id = ready_.back();
+        ready_.pop_back();
+        const Step &s = p.steps[id];
+        switch (s.kind) {
+            case StepKind::join: complete(id); break;
+            case StepKind::copy: {
+                unsigned char *dst = address(s.dst);
+                const unsigned char *src = address(s.src);
+                if (dst != src) std::memmove(dst, src, s.dst.count * es);
+                complete(id);
+                break;
+            }
+            case StepKind::reduce:
+                buffers_.reduce(address(s.dst), address(s.src), s.dst.count);
+                complete(id);
+                break;
+            case StepKind::send:
+            case StepKind::recv: {
+                const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
+                if (in_flight_[key] >= kPeerWindow) {
+                    held_[key] = id;
+                    break;
+                }
+                ++in_flight_[key];
+                Active a{id, {}};
+                a.handle.ring_limit = p.ring_limit;
+                Status st = s.kind == StepKind::send
+                                ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, s.lane, &a.handle)
+                                : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, &a.handle);
+                if (st != LOOM_SUCCESS) return st;
+                active_.push_back(a);
+                if (p.next_in_peer_order[id] != Program::kNoStep) release(p.next_in_peer_order[id]);
+                break;
+            }
+        }
+    }
+    return LOOM_SUCCESS;
+}
+
+Status Execution::progress(bool *done) {
+    for (;;) {
+        LOOM_RETURN_IF_ERROR(run_ready());
+        bool any = false;
+        if (active_.empty()) break;  // run_ready() left nothing ready and nothing in flight
+        handles_.clear();
+        for (Active &a : active_) handles_.push_back(&a.handle);
+        done_flags_.resize(active_.size());
+        LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data()));
+        // Retire completed operations, keeping the others in posting order.
+        size_t kept = 0;
+        const size_t n = active_.size();
+        for (size_t i = 0; i < n; ++i) {
+            if (!done_flags_[i]) {
+                active_[kept++] = active_[i];
+                continue;
+            }
+            const StepId id = active_[i].id;
+            const Step &s = program_->steps[id];
+            const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
+            --in_flight_[key];
+            if (held_[key] != Program::kNoStep) {
+                ready_.push_back(held_[key]);
+                held_[key] = Program::kNoStep;
+            }
+            complete(id);
+            any = true;
+        }
+        active_.resize(kept);
+        // Completions may have readied new steps; loop until nothing moves.
+        if (!any && ready_.empty()) break;
+    }
+    *done = this->done();
+    if (*done) windows_clean_ = true;
+    return LOOM_SUCCESS;
+}
+
+}  // namespace loom

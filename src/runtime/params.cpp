@@ -1,0 +1,193 @@
+#include "runtime/params.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "algorithms/algorithm.hpp"
+#include "select/cost_model.hpp"
+#include "node_map.hpp"
+
+namespace loom {
+
+const std::vector<ParamSpec> &param_table() {
+    static const std::vector<ParamSpec> table = {
+        {kParamAllreduceAlgorithm, "allreduce_algorithm", ParamType::algorithm, "auto", 2,
+         "Allreduce algorithm by name, or auto to let the selector choose", 0, 0, Collective::allreduce},
+        {kParamReduceScatterAlgorithm, "reduce_scatter_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter algorithm by name, or auto", 0, 0, Collective::reduce_scatter},
+        {kParamReduceScatterBlockAlgorithm, "reduce_scatter_block_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter_block algorithm by name, or auto", 0, 0, Collective::reduce_scatter_block},
+        {kParamAllgatherAlgorithm, "allgather_algorithm", ParamType::algorithm, "auto", 2,
+         "Allgather algorithm by name, or auto", 0, 0, Collective::allgather},
+        {kParamAlltoallAlgorithm, "alltoall_algorithm", ParamType::algorithm, "auto", 2,
+         "Alltoall algorithm by name, or auto", 0, 0, Collective::alltoall},
+        {kParamSegmentSize, "segment_size", ParamType::size, "256KiB", 5,
+         "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes",
+         0, 1LL << 40, Collective::allreduce},
+        {kParamKnomialRadix, "knomial_radix", ParamType::integer, "4", 5,
+         "Radix k of recursive_multiplying allreduce", 2, 64, Collective::allreduce},
+        {kParamAlltoallMaxOutstanding, "alltoall_max_outstanding", ParamType::integer, "8", 5,
+         "Most sends and receives in flight per rank in the scattered alltoall", 1, 1 << 20, Collective::alltoall},
+        {kParamPlanCacheEntries, "plan_cache_entries", ParamType::integer, "128", 6,
+         "Plans (with their algorithm choice) kept per communicator; the least recently used are dropped", 1, 1 << 20,
+         Collective::allreduce},
+        {kParamVerbose, "verbose", ParamType::integer, "0", 2,
+         "0 silent; 1 reports errors and each algorithm choice once; 2 every call", 0, 100, Collective::allreduce},
+        {kParamSharedMemory, "shared_memory", ParamType::integer, "1", 4,
+         "1: messages between ranks of one node go through Loom's shared-memory rings (up to shm_max_bytes); "
+         "0: everything goes through the point-to-point transport. Read when the communicator is created",
+         0, 1, Collective::allreduce},
+        {kParamShmMaxBytes, "shm_max_bytes", ParamType::size, "128KiB", 5,
+         "Largest message sent through the shared-memory rings, never more than half a ring (128 KiB with up to "
+         "16 ranks per node, less on larger nodes); larger ones use the point-to-point transport. "
+         "Read when the communicator is created",
+         0, 1LL << 30, Collective::allreduce},
+        {kParamAlltoallShmMaxBytes, "alltoall_shm_max_bytes", ParamType::size, "256KiB", 5,
+         "Largest alltoall block sent through the shared-memory rings; a block above shm_max_bytes goes in pieces of "
+         "that size while it fits a whole ring (256 KiB with up to 16 ranks per node). Larger blocks use the "
+         "point-to-point transport. Lower it when Open MPI's single-copy (CMA) transfers run on the same "
+         "buffers between Loom's alltoalls: alternating with them, ring copies of 16-128 KiB blocks were measured "
+         "up to 2.7x slower",
+         0, 1LL << 30, Collective::alltoall},
+        {kParamSingleCopy, "single_copy", ParamType::integer, "1", 5,
+         "How shared-memory messages of at least single_copy_min_bytes are handed over. 0: through the rings (the "
+         "sender copies into a ring, the receiver out of it); 1: for each call shape (cached plan), whichever of the "
+         "rings and single copy (the receiver reads the send buffer from the sender's memory, CMA "
+         "process_vm_readv) the timed blocking calls of the node's first rank show faster, trying the other in 3 "
+         "calls of 64; 2: always by single copy. Never between processes that may not read each other's memory "
+         "(ptrace rules). Read when the communicator is created",
+         0, 2, Collective::allreduce},
+        {kParamSingleCopyMinBytes, "single_copy_min_bytes", ParamType::size, "16KiB", 5,
+         "Smallest shared-memory message that single_copy applies to (smaller ones always go through the rings). "
+         "Read when the communicator is created",
+         1, 1LL << 30, Collective::allreduce},
+        {kParamRulesFile, "rules_file", ParamType::path, "", 4,
+         "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
+         "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
+         0, 0, Collective::allreduce},
+        {kParamCostModel, "cost_model", ParamType::cost_model, "", 5,
+         "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
+         "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
+         "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
+         0, 0, Collective::allreduce},
+        {kParamTopology, "topology", ParamType::topology, "", 4,
+         "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
+         "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
+         "and shared memory links only ranks of one emulated node (read when the communicator is created)",
+         0, 0, Collective::allreduce},
+    };
+    return table;
+}
+
+const ParamSpec *find_param(const std::string &name) {
+    for (const ParamSpec &s : param_table())
+        if (name == s.name) return &s;
+    return nullptr;
+}
+
+std::string param_env_name(const ParamSpec &spec) {
+    std::string env = "LOOM_";
+    for (const char *c = spec.name; *c; ++c) env += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    return env;
+}
+
+bool parse_size(const std::string &text, long long *out) {
+    if (text.empty()) return false;
+    size_t pos = 0;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    if (pos == 0 || pos > 15) return false;
+    long long v = std::stoll(text.substr(0, pos));
+    std::string suffix = text.substr(pos);
+    for (char &c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    long long mult = 1;
+    if (suffix.empty() || suffix == "b") mult = 1;
+    else if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1LL << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1LL << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1LL << 30;
+    else return false;
+    *out = v * mult;
+    return true;
+}
+
+Config::Config() {
+    for (const ParamSpec &s : param_table()) {
+        Status st = set(s.name, s.default_value);
+        (void)st;  // defaults are valid by construction (tested)
+    }
+}
+
+Status Config::set(const std::string &name, const std::string &value) {
+    const ParamSpec *spec = find_param(name);
+    if (!spec) {
+        std::string names;
+        for (const ParamSpec &s : param_table()) names += std::string(names.empty() ? "" : ", ") + s.name;
+        return fail(LOOM_ERR_UNKNOWN_PARAMETER, "unknown parameter '" + name + "' (known: " + names + ")");
+    }
+    switch (spec->type) {
+        case ParamType::algorithm:
+            if (value != "auto" && !find_algorithm(spec->collective, value))
+                return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(spec->collective)) +
+                                                            " has no algorithm '" + value + "' (set by " + name +
+                                                            "); known: auto, " + algorithm_names(spec->collective));
+            break;
+        case ParamType::size:
+        case ParamType::integer: {
+            long long v = 0;
+            bool ok = spec->type == ParamType::size ? parse_size(value, &v) : false;
+            if (spec->type == ParamType::integer) {
+                char *end = nullptr;
+                v = std::strtoll(value.c_str(), &end, 10);
+                ok = !value.empty() && end && *end == '\0';
+            }
+            if (!ok || v < spec->min_value || v > spec->max_value)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                            "parameter " + name + " = '" + value + "' is not " +
+                                (spec->type == ParamType::size ? "a size" : "an integer") + " in [" +
+                                std::to_string(spec->min_value) + ", " + std::to_string(spec->max_value) + "]");
+            values_[spec->id] = v;
+            break;
+        }
+        case ParamType::path:
+            break;  // read when selection first needs it: an unreadable file is reported and ignored there
+        case ParamType::cost_model: {
+            CostModel m;
+            if (CostModel::parse(value, &m) != LOOM_SUCCESS)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "parameter " + name + ": " + last_error_message());
+            break;
+        }
+        case ParamType::topology: {
+            // The rank count is known only to the communicator: check the form here.
+            NodeMap m;
+            const size_t labels = value.find("nodes=") == std::string::npos
+                                      ? static_cast<size_t>(std::count(value.begin(), value.end(), ',') + 1)
+                                      : size_t{1} << 20;
+            if (!value.empty() && NodeMap::parse(value, static_cast<int>(labels), &m) != LOOM_SUCCESS)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "parameter " + name + ": " + last_error_message());
+            break;
+        }
+    }
+    raw_[spec->id] = value;
+    ++generation_;
+    return LOOM_SUCCESS;
+}
+
+Status Config::load_environment() {
+    for (const ParamSpec &s : param_table()) {
+        const char *v = std::getenv(param_env_name(s).c_str());
+        if (!v) continue;
+        Status st = set(s.name, v);
+        if (st != LOOM_SUCCESS)
+            return fail(st, std::string("environment variable ") + param_env_name(s) + ": " + last_error_message());
+    }
+    return LOOM_SUCCESS;
+}
+
+const std::string &Config::forced_algorithm(Collective c) const {
+    static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm, kParamReduceScatterAlgorithm,
+                                                  kParamReduceScatterBlockAlgorithm, kParamAllgatherAlgorithm,
+                                                  kParamAlltoallAlgorithm};
+    return raw_[ids[static_cast<int>(c)]];
+}
+
+}  // namespace loom

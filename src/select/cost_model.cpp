@@ -1,0 +1,320 @@
+#include "select/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <sstream>
+
+#include "node_map.hpp"
+#include "runtime/params.hpp"
+
+namespace loom {
+namespace {
+
+// "5us", "800ns", "0.002ms" -> microseconds.
+bool parse_latency(const std::string &text, double *us) {
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || v < 0 || !std::isfinite(v)) return false;
+    const std::string unit = end;
+    if (unit == "us") *us = v;
+    else if (unit == "ns") *us = v / 1000;
+    else if (unit == "ms") *us = v * 1000;
+    else return false;
+    return true;
+}
+
+// "8GB/s", "100Gb/s", "900MB/s" -> microseconds per byte.
+bool parse_bandwidth(const std::string &text, double *us_per_byte) {
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || v <= 0 || !std::isfinite(v)) return false;
+    const std::string unit = end;
+    double bytes_per_us;
+    if (unit == "GB/s") bytes_per_us = v * 1000;
+    else if (unit == "MB/s") bytes_per_us = v;
+    else if (unit == "Gb/s") bytes_per_us = v * 1000 / 8;
+    else return false;
+    *us_per_byte = 1.0 / bytes_per_us;
+    return true;
+}
+
+std::string bandwidth_text(double us_per_byte) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%gGB/s", 1.0 / us_per_byte / 1000);
+    return b;
+}
+
+std::string link_text(const LinkCost &l) {
+    char b[32], o[32];
+    std::snprintf(b, sizeof b, "%gus:", l.alpha_us);
+    std::snprintf(o, sizeof o, ":%gus", l.overhead_us);
+    return b + bandwidth_text(l.us_per_byte) + o;
+}
+
+// Which link a message takes.
+enum LinkClass { kSharedMemory, kIntraNode, kNetwork };
+
+}  // namespace
+
+Status CostModel::parse(const std::string &text, CostModel *out) {
+    CostModel m = *out;
+    std::stringstream items(text);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos)
+            return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: '" + item + "' is not key=value");
+        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        const auto bad = [&](const char *expected) {
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "cost model: " + key + "='" + value + "' is not " + expected);
+        };
+        LinkCost *link = key == "shm" ? &m.shared_memory : key == "intra" ? &m.intra_node : key == "net" ? &m.network : nullptr;
+        if (link) {
+            const size_t colon = value.find(':');
+            const size_t second = colon == std::string::npos ? colon : value.find(':', colon + 1);
+            const std::string bandwidth =
+                colon == std::string::npos ? "" : value.substr(colon + 1, second == std::string::npos ? second : second - colon - 1);
+            if (colon == std::string::npos || !parse_latency(value.substr(0, colon), &link->alpha_us) ||
+                !parse_bandwidth(bandwidth, &link->us_per_byte) ||
+                (second != std::string::npos && !parse_latency(value.substr(second + 1), &link->overhead_us)))
+                return bad("LATENCY:BANDWIDTH[:OVERHEAD] (e.g. 2us:10GB/s or 2us:10GB/s:0.5us)");
+        } else if (key == "reduce") {
+            if (!parse_bandwidth(value, &m.reduce_us_per_byte)) return bad("a bandwidth (e.g. 8GB/s)");
+        } else if (key == "copy") {
+            if (!parse_bandwidth(value, &m.copy_us_per_byte)) return bad("a bandwidth (e.g. 16GB/s)");
+        } else if (key == "shm_max") {
+            long long bytes = 0;
+            if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 128KiB)");
+            m.shm_max_bytes = static_cast<size_t>(bytes);
+        } else {
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "cost model: unknown key '" + key + "' (known: shm, intra, net, reduce, copy, shm_max)");
+        }
+    }
+    *out = m;
+    return LOOM_SUCCESS;
+}
+
+std::string CostModel::describe() const {
+    return "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) + ",net=" + link_text(network) +
+           ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
+           ",shm_max=" + std::to_string(shm_max_bytes);
+}
+
+namespace {
+
+// What an event does to its step.
+enum class Phase { start, take_in, finish };
+
+struct Event {
+    double time;
+    int rank;
+    StepId step;
+    Phase phase;  // start: the step becomes ready; take_in: a receive's data is there; finish
+    double overhead_us;  // take_in: the receiving core's time for the message
+    uint64_t order;  // ties broken by insertion, so runs are deterministic
+    bool operator>(const Event &o) const { return time != o.time ? time > o.time : order > o.order; }
+};
+
+class Simulation {
+  public:
+    Simulation(const std::vector<std::unique_ptr<Program>> &programs, const CollArgs &args, const CostModel &m)
+        : programs_(programs), args_(args), m_(m), p_(static_cast<int>(programs.size())) {
+        unmet_.resize(p_);
+        finish_.assign(p_, 0);
+        cpu_free_.assign(p_, 0);
+        left_.assign(p_, 0);
+        for (int r = 0; r < p_; ++r) {
+            unmet_[r] = programs_[r]->initial_unmet;
+            left_[r] = programs_[r]->size();
+            for (StepId s : programs_[r]->initial_ready) push(0, r, s, Phase::start);
+        }
+    }
+
+    Status run(double *us) {
+        while (!events_.empty()) {
+            const Event e = events_.top();
+            events_.pop();
+            if (e.phase == Phase::finish) complete(e);
+            else if (e.phase == Phase::take_in) take_in(e);
+            else start(e);
+        }
+        for (int r = 0; r < p_; ++r)
+            if (left_[r] != 0)
+                return fail(LOOM_ERR_INTERNAL, "cost model: rank " + std::to_string(r) + " of " + args_.describe() +
+                                                   " never finishes (" + std::to_string(left_[r]) +
+                                                   " steps left): its sends and receives do not match");
+        for (const auto &[pair, ch] : channels_)
+            if (!ch.arrivals.empty() || !ch.recvs.empty())
+                return fail(LOOM_ERR_INTERNAL, "cost model: " + std::to_string(ch.arrivals.size() + ch.recvs.size()) +
+                                                   " message(s) from rank " + std::to_string(pair.first) + " to rank " +
+                                                   std::to_string(pair.second) + " of " + args_.describe() +
+                                                   " never find their other side");
+        *us = p_ ? *std::max_element(finish_.begin(), finish_.end()) : 0;
+        return LOOM_SUCCESS;
+    }
+
+  private:
+    struct PendingRecv {
+        double posted;
+        StepId step;
+    };
+    struct Arrival {
+        double time;  // when the data is there
+        double overhead_us;
+    };
+    struct Channel {  // messages from one rank to another, matched in order
+        std::deque<Arrival> arrivals;  // sends not yet matched
+        std::deque<PendingRecv> recvs;
+    };
+
+    void push(double t, int r, StepId s, Phase phase, double overhead_us = 0) {
+        events_.push(Event{t, r, s, phase, overhead_us, order_++});
+    }
+
+    // A matched message whose data is there at `ready`: without overhead the
+    // receive is done then; with it, the receiving core takes it in once
+    // free, decided at `ready` so work the core does before is not delayed.
+    void received(int r, StepId s, double ready, double overhead_us) {
+        if (overhead_us <= 0) return push(ready, r, s, Phase::finish);
+        push(ready, r, s, Phase::take_in, overhead_us);
+    }
+
+    void take_in(const Event &e) {
+        cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
+        push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
+    }
+
+    int node(int r) const { return args_.nodes && args_.nodes->nranks() == p_ ? args_.nodes->node_of[r] : 0; }
+
+    LinkClass link(int from, int to, size_t bytes) const {
+        if (node(from) != node(to)) return kNetwork;
+        return bytes <= m_.shm_max_bytes ? kSharedMemory : kIntraNode;
+    }
+
+    const LinkCost &cost(LinkClass c) const {
+        return c == kSharedMemory ? m_.shared_memory : c == kIntraNode ? m_.intra_node : m_.network;
+    }
+
+    // Posting a send or receive opens the gate of the next one to that peer.
+    void posted(int r, StepId s, double t) {
+        const StepId next = programs_[r]->next_in_peer_order[s];
+        if (next != Program::kNoStep && --unmet_[r][next] == 0) push(t, r, next, Phase::start);
+    }
+
+    void start(const Event &e) {
+        const Program &prog = *programs_[e.rank];
+        const Step &s = prog.steps[e.step];
+        const double es = static_cast<double>(args_.elem_size);
+        switch (s.kind) {
+            case StepKind::join:
+                push(e.time, e.rank, e.step, Phase::finish);
+                break;
+            case StepKind::copy:
+            case StepKind::reduce: {
+                const double per_byte = s.kind == StepKind::copy ? m_.copy_us_per_byte : m_.reduce_us_per_byte;
+                const double begin = std::max(e.time, cpu_free_[e.rank]);
+                cpu_free_[e.rank] = begin + s.dst.count * es * per_byte;
+                push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
+                break;
+            }
+            case StepKind::send: {
+                posted(e.rank, e.step, e.time);
+                const size_t bytes = s.src.count * args_.elem_size;
+                const LinkClass c = link(e.rank, s.peer, bytes);
+                const LinkCost &l = cost(c);
+                // The sender's core hands the message over first.
+                double handed = e.time;
+                if (l.overhead_us > 0) handed = cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + l.overhead_us;
+                // Messages queue on their link: a rank's own copies within a
+                // node; across nodes, the rail (lane modulo the rails) of
+                // the sending node going out and of the receiving node coming
+                // in, each shared by all ranks of its node, so that many
+                // nodes sending to one (a gather to a leader) queue at it.
+                const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
+                const double wire = bytes * l.us_per_byte;
+                double arrival;
+                if (c == kNetwork) {
+                    const int rail = s.lane % rails;
+                    double &out = link_free_[{-1 - node(e.rank), 2 * rail}];
+                    double &in = link_free_[{-1 - node(s.peer), 2 * rail + 1}];
+                    const double begin = std::max({handed, out, in});
+                    out = in = begin + wire;
+                    arrival = begin + wire + l.alpha_us;
+                } else {
+                    double &link_free = link_free_[{e.rank, c}];
+                    const double begin = std::max(handed, link_free);
+                    link_free = begin + wire;
+                    arrival = link_free + l.alpha_us;
+                }
+                push(arrival, e.rank, e.step, Phase::finish);
+                Channel &ch = channels_[{e.rank, s.peer}];
+                if (!ch.recvs.empty()) {
+                    const PendingRecv r = ch.recvs.front();
+                    ch.recvs.pop_front();
+                    received(s.peer, r.step, std::max(r.posted, arrival), l.overhead_us);
+                } else {
+                    ch.arrivals.push_back(Arrival{arrival, l.overhead_us});
+                }
+                break;
+            }
+            case StepKind::recv: {
+                posted(e.rank, e.step, e.time);
+                Channel &ch = channels_[{s.peer, e.rank}];
+                if (!ch.arrivals.empty()) {
+                    const Arrival a = ch.arrivals.front();
+                    ch.arrivals.pop_front();
+                    received(e.rank, e.step, std::max(e.time, a.time), a.overhead_us);
+                } else {
+                    ch.recvs.push_back(PendingRecv{e.time, e.step});
+                }
+                break;
+            }
+        }
+    }
+
+    void complete(const Event &e) {
+        const Program &prog = *programs_[e.rank];
+        finish_[e.rank] = std::max(finish_[e.rank], e.time);
+        --left_[e.rank];
+        for (uint32_t i = prog.dependents_begin[e.step]; i < prog.dependents_begin[e.step + 1]; ++i) {
+            const StepId d = prog.dependents[i];
+            if (--unmet_[e.rank][d] == 0) push(e.time, e.rank, d, Phase::start);
+        }
+    }
+
+    const std::vector<std::unique_ptr<Program>> &programs_;
+    const CollArgs &args_;
+    const CostModel &m_;
+    const int p_;
+    std::vector<std::vector<uint32_t>> unmet_;
+    std::vector<double> finish_, cpu_free_;
+    std::vector<size_t> left_;
+    std::map<std::pair<int, int>, double> link_free_;
+    std::map<std::pair<int, int>, Channel> channels_;
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+    uint64_t order_ = 0;
+};
+
+}  // namespace
+
+Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+    if (args.nranks > kModelMaxRanks)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) +
+                                                   " ranks is above the " + std::to_string(kModelMaxRanks) +
+                                                   " the simulation covers");
+    std::vector<std::unique_ptr<Program>> programs;
+    programs.reserve(static_cast<size_t>(args.nranks));
+    for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));
+    Simulation sim(programs, args, model);
+    return sim.run(us);
+}
+
+}  // namespace loom

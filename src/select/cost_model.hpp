@@ -1,0 +1,58 @@
+// The cost model: alpha-beta-gamma prices per link class, applied to the very
+// programs the executor runs. predict_time() builds every rank's program for
+// a call and plays them against each other in a discrete-event simulation:
+// a step starts when its dependencies are done and its peer-order gate is
+// open, a message takes alpha + bytes * beta on its link once the link is
+// free (across nodes: the sender's node's rail out and the receiver's in),
+// and copies and reductions take bytes * their cost on the
+// rank's core. The prediction is when the last rank finishes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "core/status.hpp"
+
+namespace loom {
+
+struct LinkCost {
+    double alpha_us = 0;          // per message, in flight
+    double us_per_byte = 0;       // 1 / bandwidth
+    // Per message, the time the sending and the receiving rank's core are
+    // busy with it (LogP's o): what makes p-1 messages at once cost more
+    // than one, above all through TCP on oversubscribed cores.
+    double overhead_us = 0;
+};
+
+struct CostModel {
+    // Defaults sane on a laptop or a small cluster node: shared-memory rings
+    // ~1 us and 8 GB/s, the point-to-point path within a node (single copy)
+    // 3 us and 10 GB/s, a network rail 5 us and 10 Gb/s; a core spends
+    // 0.1 us per ring message, 0.3 us per single-copy one and 0.5 us per
+    // network one.
+    LinkCost shared_memory{1.0, 1.0 / 8000, 0.1};
+    LinkCost intra_node{3.0, 1.0 / 10000, 0.3};
+    LinkCost network{5.0, 1.0 / 1250, 0.5};
+    double reduce_us_per_byte = 1.0 / 8000;  // gamma
+    double copy_us_per_byte = 1.0 / 16000;
+    // Messages up to this size between ranks of one node take the rings.
+    size_t shm_max_bytes = 128 * 1024;
+
+    // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
+    // (a link is LATENCY:BANDWIDTH[:OVERHEAD], the overhead kept when left out):
+    // any subset, in any order; errors name the key and the value.
+    static Status parse(const std::string &text, CostModel *out);
+    std::string describe() const;  // the same form parse() reads
+};
+
+// A rank count above which predict_time() declines (the simulation builds
+// every rank's program): selection then keeps to its rules.
+constexpr int kModelMaxRanks = 256;
+
+// Predicted microseconds for `algo` on `args` (which must be applicable).
+// Ranks share a node per args.nodes (none: one node). Errors when the
+// programs do not complete against each other (a plan bug) or the
+// communicator is larger than kModelMaxRanks.
+Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us);
+
+}  // namespace loom

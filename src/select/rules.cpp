@@ -1,0 +1,207 @@
+#include "select/rules.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "algorithms/algorithm.hpp"
+#include "node_map.hpp"
+#include "runtime/params.hpp"
+
+namespace loom {
+namespace {
+
+using json = nlohmann::json;
+
+// A count or size: a non-negative integer, or a string with a unit ("4KiB").
+bool read_amount(const json &v, bool sizes, long long *out, std::string *why) {
+    if (v.is_number_integer() || v.is_number_unsigned()) {
+        const long long n = v.get<long long>();
+        if (n < 0) {
+            *why = "must not be negative";
+            return false;
+        }
+        *out = n;
+        return true;
+    }
+    if (sizes && v.is_string()) {
+        if (!parse_size(v.get<std::string>(), out) || *out < 0) {
+            *why = "'" + v.get<std::string>() + "' is not a size (e.g. 4096, \"64KiB\", \"1MiB\")";
+            return false;
+        }
+        return true;
+    }
+    *why = sizes ? "must be a size (a number of bytes or a string such as \"64KiB\")" : "must be an integer";
+    return false;
+}
+
+// A range: a single amount, or [min, max] (max may be null: unbounded).
+bool read_range(const json &v, bool sizes, Range *out, std::string *why) {
+    if (v.is_array()) {
+        if (v.size() != 2) {
+            *why = "a range must be [min, max]";
+            return false;
+        }
+        if (!read_amount(v[0], sizes, &out->min, why)) return false;
+        if (v[1].is_null()) {
+            out->max = -1;
+        } else {
+            if (!read_amount(v[1], sizes, &out->max, why)) return false;
+            if (out->max < out->min) {
+                *why = "max " + std::to_string(out->max) + " is below min " + std::to_string(out->min);
+                return false;
+            }
+        }
+        return true;
+    }
+    long long n = 0;
+    if (!read_amount(v, sizes, &n, why)) return false;
+    out->min = out->max = n;
+    return true;
+}
+
+Status field_error(const std::string &origin, size_t index, const std::string &field, const std::string &why) {
+    return fail(LOOM_ERR_INVALID_ARGUMENT,
+                origin + ": rule " + std::to_string(index) + ": field '" + field + "': " + why);
+}
+
+}  // namespace
+
+size_t message_bytes(const CollArgs &a) {
+    switch (a.collective) {
+        case Collective::allreduce:
+        case Collective::allgather:
+        case Collective::alltoall: return a.count * a.elem_size;
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block: return a.input_count() * a.elem_size;
+    }
+    return 0;
+}
+
+Status parse_rules(const std::string &text, const std::string &origin, RuleSet *out) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::parse_error &e) {
+        return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": not valid JSON: " + e.what());
+    }
+    if (!doc.is_object()) return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": the top level must be an object");
+    RuleSet set;
+    set.path = origin;
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+        if (it.key() != "rules" && it.key() != "model" && it.key() != "comment")
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        origin + ": unknown top-level field '" + it.key() + "' (known: rules, model, comment)");
+    if (doc.contains("model")) {
+        if (!doc["model"].is_string())
+            return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'model' must be a string such as \"" +
+                                                       CostModel().describe() + "\"");
+        CostModel m;
+        if (CostModel::parse(doc["model"].get<std::string>(), &m) != LOOM_SUCCESS)
+            return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'model': " + last_error_message());
+        set.model = m;
+    }
+    if (!doc.contains("rules") || !doc["rules"].is_array())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'rules' must be a list of entries");
+    static const std::set<std::string> known = {"collective", "memory", "comm_size", "nodes", "ppn", "bytes",
+                                                "algorithm", "segment_size", "radix", "max_outstanding", "comment"};
+    size_t index = 0;
+    for (const json &e : doc["rules"]) {
+        if (!e.is_object())
+            return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": rule " + std::to_string(index) + " is not an object");
+        for (auto it = e.begin(); it != e.end(); ++it)
+            if (!known.count(it.key()))
+                return field_error(origin, index, it.key(),
+                                   "unknown (known: collective, memory, comm_size, nodes, ppn, bytes, algorithm, "
+                                   "segment_size, radix, max_outstanding, comment)");
+        Rule r;
+        r.index = index;
+        if (!e.contains("collective") || !e["collective"].is_string() ||
+            !collective_from_name(e["collective"].get<std::string>(), &r.collective))
+            return field_error(origin, index, "collective",
+                               "required: one of allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall");
+        if (e.contains("memory")) {
+            if (!e["memory"].is_string() ||
+                (e["memory"] != "host" && e["memory"] != "device" && e["memory"] != "any"))
+                return field_error(origin, index, "memory", "must be \"host\", \"device\" or \"any\"");
+            r.memory = e["memory"].get<std::string>();
+        }
+        std::string why;
+        const std::pair<const char *, Range *> ranges[] = {
+            {"comm_size", &r.comm_size}, {"nodes", &r.nodes}, {"ppn", &r.ppn}, {"bytes", &r.bytes}};
+        for (const auto &[name, range] : ranges)
+            if (e.contains(name) && !read_range(e[name], std::string(name) == "bytes", range, &why))
+                return field_error(origin, index, name, why);
+        if (!e.contains("algorithm") || !e["algorithm"].is_string())
+            return field_error(origin, index, "algorithm", "required: an algorithm name");
+        r.algorithm = e["algorithm"].get<std::string>();
+        if (!find_algorithm(r.collective, r.algorithm))
+            return field_error(origin, index, "algorithm",
+                               std::string(collective_name(r.collective)) + " has no algorithm '" + r.algorithm +
+                                   "' (known: " + algorithm_names(r.collective) + ")");
+        long long v = 0;
+        if (e.contains("segment_size")) {
+            if (!read_amount(e["segment_size"], true, &v, &why)) return field_error(origin, index, "segment_size", why);
+            r.segment_bytes = static_cast<size_t>(v);
+        }
+        if (e.contains("radix")) {
+            if (!read_amount(e["radix"], false, &v, &why) || v < 2 || v > 64)
+                return field_error(origin, index, "radix", why.empty() ? "must be in [2, 64]" : why);
+            r.radix = static_cast<int>(v);
+        }
+        if (e.contains("max_outstanding")) {
+            if (!read_amount(e["max_outstanding"], false, &v, &why) || v < 1 || v > (1 << 20))
+                return field_error(origin, index, "max_outstanding", why.empty() ? "must be in [1, 1048576]" : why);
+            r.max_outstanding = static_cast<int>(v);
+        }
+        set.rules.push_back(std::move(r));
+        ++index;
+    }
+    *out = std::move(set);
+    return LOOM_SUCCESS;
+}
+
+Status load_rules(const std::string &path, RuleSet *out) {
+    std::ifstream in(path);
+    if (!in) return fail(LOOM_ERR_INVALID_ARGUMENT, path + ": cannot be read");
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_rules(text.str(), path, out);
+}
+
+const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
+    const bool known_nodes = a.nodes && a.nodes->nranks() == a.nranks;
+    const long long nodes = known_nodes ? a.nodes->nodes() : 1;
+    const long long ppn = known_nodes ? a.nodes->max_ranks_per_node() : a.nranks;
+    const long long bytes = static_cast<long long>(message_bytes(a));
+    for (size_t i = from; i < rules.rules.size(); ++i) {
+        const Rule &r = rules.rules[i];
+        // Loom's buffers are host memory today; "device" rules wait for GPU support.
+        if (r.collective != a.collective || r.memory == "device") continue;
+        if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) && r.bytes.contains(bytes))
+            return &r;
+    }
+    return nullptr;
+}
+
+std::shared_ptr<const RuleSet> rules_for_path(const std::string &path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const RuleSet>> loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto hit = loaded.find(path);
+    if (hit != loaded.end()) return hit->second;
+    auto set = std::make_shared<RuleSet>();
+    if (load_rules(path, set.get()) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom: ignoring the rules file: %s\n", last_error_message());
+        set = std::make_shared<RuleSet>();
+        set->path = path;
+    }
+    loaded[path] = set;
+    return set;
+}
+
+}  // namespace loom

@@ -1,0 +1,60 @@
+// Selection rules from a JSON file (loom-rules(5)): entries keyed by
+// collective, memory type, communicator size, nodes, ranks per node and
+// message size, each naming an algorithm by name and optionally its knobs.
+// The first entry that matches a call and whose algorithm can run it wins.
+// The file may also carry a cost model (what loom-tune fitted).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "select/cost_model.hpp"
+#include "core/plan.hpp"
+#include "core/status.hpp"
+
+namespace loom {
+
+struct Range {
+    long long min = 0, max = -1;  // inclusive; max < 0: unbounded
+    bool contains(long long v) const { return v >= min && (max < 0 || v <= max); }
+};
+
+struct Rule {
+    size_t index = 0;  // position in the file, from 0 ("rule 0")
+    Collective collective = Collective::allreduce;
+    std::string memory = "any";  // "host", "device" or "any"
+    Range comm_size, nodes, ppn, bytes;
+    std::string algorithm;
+    std::optional<size_t> segment_bytes;
+    std::optional<int> radix;
+    std::optional<int> max_outstanding;
+};
+
+struct RuleSet {
+    std::string path;
+    std::vector<Rule> rules;
+    std::optional<CostModel> model;
+};
+
+// The message size a rule's "bytes" range is matched against, as OSU
+// reports it: allreduce the vector; reduce_scatter(_block) the whole input;
+// allgather and alltoall one rank's block.
+size_t message_bytes(const CollArgs &a);
+
+// Reads and validates a rules file. Errors name the file, the entry and the
+// field ("rules.json: rule 3: field 'bytes': ...").
+Status load_rules(const std::string &path, RuleSet *out);
+// Validates rules given as JSON text; `origin` names them in errors.
+Status parse_rules(const std::string &text, const std::string &origin, RuleSet *out);
+
+// The first rule that matches `a` (its algorithm may still not apply:
+// the caller checks and moves on); null when none does. `from` skips
+// earlier rules.
+const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from = 0);
+
+// The rules file named by a parameter, loaded once per path and shared:
+// an invalid file is reported on stderr once and treated as empty.
+std::shared_ptr<const RuleSet> rules_for_path(const std::string &path);
+
+}  // namespace loom

@@ -1,0 +1,65 @@
+// Picks the algorithm for a call and explains the choice. A forced name that
+// does not exist or cannot run the call is an error, never a silent
+// substitution.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "algorithms/algorithm.hpp"
+#include "select/cost_model.hpp"
+#include "runtime/params.hpp"
+#include "select/rules.hpp"
+
+namespace loom {
+
+struct Selection {
+    const AlgorithmInfo *algorithm = nullptr;
+    std::string why;  // "forced", "rule 3 of rules.json", "built-in rule: ...", "model: ..."
+    // Knobs a rule set for this call; unset: the parameters' values.
+    std::optional<size_t> segment_bytes;
+    std::optional<int> radix, max_outstanding;
+    void apply_knobs(CollArgs *a) const;
+};
+
+// The cost model in force: the cost_model parameter when set, else the
+// rules file's model, else the defaults.
+CostModel model_for(const Config &config);
+// The rules file named by rules_file (empty when none or invalid).
+std::shared_ptr<const RuleSet> rules_for(const Config &config);
+
+// Order of authority: a forced name (parameter), then the first matching
+// rule of the rules file whose algorithm can run the call, then Loom's
+// built-in rules (measured), then the cost model's fastest applicable
+// algorithm.
+Status select_algorithm(const Config &config, const CollArgs &args, Selection *out);
+
+// The built-in rules, then the model: the choice without a forced name or rules file.
+Status default_selection(const CollArgs &args, Selection *out, const CostModel &model = CostModel());
+
+// The default rule's preference order for `args` (first applicable wins).
+std::vector<const char *> default_preference(const CollArgs &args, std::string *why);
+
+struct Prediction {
+    const AlgorithmInfo *algorithm = nullptr;
+    double us = -1;              // < 0: not predicted
+    std::string not_applicable;  // why it cannot run this call, or why there is no prediction
+};
+
+struct Explanation {
+    Selection selection;
+    double predicted_us = -1;            // the chosen algorithm's
+    std::vector<Prediction> candidates;  // predicted ones, fastest first, then the others
+    std::string model;                   // the model's parameters
+};
+
+// The selection and the model's price of every algorithm of the collective.
+Status explain_selection(const Config &config, const CollArgs &args, Explanation *out);
+// A table for loom-info --explain.
+std::string format_explanation(const CollArgs &args, const Explanation &e);
+// One line for the verbose log: the choice, why, its prediction and the runners-up.
+std::string explanation_line(const CollArgs &args, const Explanation &e);
+// "allreduce 1 MiB on 8 ranks (4 nodes x 2)": what a call is, in words.
+std::string call_text(const CollArgs &args);
+
+}  // namespace loom

@@ -1,0 +1,198 @@
+// loom-info: what this Loom build offers. Algorithms with their restrictions
+// (like ucc_info -A), every parameter with its default, level and help (like
+// fi_info -e), the datatypes and the operations defined on them.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "select/call_spec.hpp"
+#include "core/datatype.hpp"
+#include "loom.h"
+#include "machine.hpp"
+#include "runtime/params.hpp"
+#include "select/selector.hpp"
+
+using namespace loom;
+
+namespace {
+
+void usage(FILE *f) {
+    std::fprintf(f,
+                 "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
+                 "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place]\"\n"
+                 "With no option, prints everything but the topology. --topology runs under mpirun\n"
+                 "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). --explain says\n"
+                 "which algorithm Loom would choose for such a call and why, with the cost model's\n"
+                 "prediction for every algorithm (LOOM_* parameters and LOOM_RULES_FILE apply). See loom-info(1).\n");
+}
+
+void print_algorithms() {
+    std::printf("# Algorithms (force one with LOOM_<COLLECTIVE>_ALGORITHM=<name>)\n");
+    for (int c = 0; c < kCollectiveCount; ++c) {
+        const Collective coll = static_cast<Collective>(c);
+        std::printf("\n%s:\n", collective_name(coll));
+        for (const AlgorithmInfo *a : algorithms_for(coll)) {
+            std::printf("  %-22s %s\n", a->name, a->description);
+            std::printf("  %-22s restrictions: %s\n", "", a->restrictions);
+        }
+    }
+}
+
+const char *type_name(ParamType t) {
+    switch (t) {
+        case ParamType::algorithm: return "algorithm";
+        case ParamType::size: return "size";
+        case ParamType::integer: return "integer";
+        case ParamType::topology: return "topology";
+        case ParamType::cost_model: return "cost model";
+        case ParamType::path: return "path";
+    }
+    return "?";
+}
+
+void print_params() {
+    std::printf("# Parameters (environment LOOM_<NAME>, or loom_comm_set_param(comm, name, value))\n\n");
+    for (const ParamSpec &s : param_table()) {
+        std::printf("  %s  (%s, default \"%s\", level %d, env %s)\n", s.name, type_name(s.type), s.default_value,
+                    s.level, param_env_name(s).c_str());
+        std::printf("      %s\n", s.help);
+        if (s.type == ParamType::algorithm)
+            std::printf("      values: auto, %s\n", algorithm_names(s.collective).c_str());
+        else if (s.type == ParamType::size || s.type == ParamType::integer)
+            std::printf("      range: [%lld, %lld]\n", s.min_value, s.max_value);
+        else if (s.type == ParamType::topology)
+            std::printf("      form: nodes=N[,rails=R] or a node label per rank[;rails=R]\n");
+        else if (s.type == ParamType::cost_model)
+            std::printf("      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
+                        "(BANDWIDTH), shm_max (size)\n");
+        else
+            std::printf("      form: a file path (see loom-rules(5))\n");
+    }
+}
+
+void print_datatypes() {
+    std::printf("# Datatypes and the operations defined on them\n\n");
+    for (int t = 0; t < LOOM_DATATYPE_COUNT; ++t) {
+        const DatatypeInfo *info = datatype_info(static_cast<loom_datatype_t>(t));
+        std::string ops;
+        for (int o = 0; o < LOOM_OP_COUNT; ++o)
+            if (reduction_kernel(static_cast<loom_datatype_t>(t), static_cast<loom_op_t>(o)))
+                ops += std::string(ops.empty() ? "" : " ") + op_name(static_cast<loom_op_t>(o));
+        std::printf("  %-20s %-26s %3zu B  %s\n", info->name, info->mpi_name, info->size, ops.c_str());
+    }
+}
+
+// Under mpirun: what every rank sees (node, local rank, transport, rail),
+// then each node's machine as hwloc reports it.
+int print_topology(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    loom_comm_t lc = nullptr;
+    if (loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: rank %d: %s\n", rank, loom_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int node = 0, nodes = 1, local = 0, local_count = 1, rails = 1;
+    loom_comm_node_info(lc, &node, &nodes, &local, &local_count, &rails);
+    loom_transport_info_t t;
+    loom_comm_transport_info(lc, &t);
+    MachineView view;
+    const bool have_machine = discover_machine(&view) == LOOM_SUCCESS;
+    const int nic = have_machine ? assign_rail(view, local, local_count) : -1;
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    char line[512];
+    std::snprintf(line, sizeof line, "rank %d: host %s, node %d of %d, local rank %d of %d, %s among %d, lane %d of %d, NIC %s",
+                  rank, host, node, nodes, local, local_count, t.name, t.node_ranks, local % rails, rails,
+                  nic >= 0 ? view.nics[nic].name.c_str() : "(none)");
+    std::vector<char> all(rank == 0 ? sizeof line * size : 1);
+    MPI_Gather(line, sizeof line, MPI_CHAR, all.data(), sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+    // One machine description per node: from its first local rank.
+    char machine[1024] = "";
+    if (local == 0)
+        std::snprintf(machine, sizeof machine, "node %d (%s): %s", node, host,
+                      have_machine ? view.describe().c_str() : loom_last_error());
+    std::vector<char> machines(rank == 0 ? sizeof machine * size : 1);
+    MPI_Gather(machine, sizeof machine, MPI_CHAR, machines.data(), sizeof machine, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        const char *text = nullptr;
+        loom_comm_describe_nodes(lc, &text);
+        std::printf("Loom topology of MPI_COMM_WORLD (%d ranks): %s\n", size, text);
+        for (int r = 0; r < size; ++r) std::printf("  %s\n", &all[sizeof line * r]);
+        for (int r = 0; r < size; ++r)
+            if (machines[sizeof machine * r]) std::printf("  %s\n", &machines[sizeof machine * r]);
+    }
+    loom_comm_free(&lc);
+    MPI_Finalize();
+    return 0;
+}
+
+// The same selection and explanation a communicator logs at verbose 1.
+int explain(const char *text) {
+    Config config;
+    CallSpec spec;
+    if (config.load_environment() != LOOM_SUCCESS || parse_call_spec(text, config, &spec) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: %s\n", last_error_message());
+        return 2;
+    }
+    Explanation e;
+    if (explain_selection(config, spec.args, &e) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-info: %s\n", last_error_message());
+        return 1;
+    }
+    std::fputs(format_explanation(spec.args, e).c_str(), stdout);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "-t") || !std::strcmp(argv[i], "--topology")) return print_topology(argc, argv);
+        if (!std::strcmp(argv[i], "-e") || !std::strcmp(argv[i], "--explain")) {
+            if (i + 1 >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            return explain(argv[i + 1]);
+        }
+    }
+    bool algorithms = false, params = false, datatypes = false;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!std::strcmp(a, "-a") || !std::strcmp(a, "--algorithms")) algorithms = true;
+        else if (!std::strcmp(a, "-p") || !std::strcmp(a, "--params")) params = true;
+        else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--datatypes")) datatypes = true;
+        else if (!std::strcmp(a, "-v") || !std::strcmp(a, "--version")) {
+            std::printf("loom %d.%d.%d\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
+            return 0;
+        } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            std::fprintf(stderr, "loom-info: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!algorithms && !params && !datatypes) algorithms = params = datatypes = true;
+    std::printf("Loom %d.%d.%d\n\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
+    if (algorithms) print_algorithms();
+    if (params) {
+        if (algorithms) std::printf("\n");
+        print_params();
+    }
+    if (datatypes) {
+        if (algorithms || params) std::printf("\n");
+        print_datatypes();
+    }
+    return 0;
+}

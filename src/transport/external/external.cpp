@@ -1,0 +1,72 @@
+// A transport whose operations the caller supplies through the C API
+// (loom_transport_t): how the coll/loom component reaches Open MPI's PML.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/external/external.hpp"
+
+namespace loom {
+namespace {
+
+class ExternalTransport final : public Transport {
+  public:
+    explicit ExternalTransport(const loom_transport_t &ops) : ops_(ops) {}
+    int rank() const override { return ops_.rank; }
+    int size() const override { return ops_.size; }
+    const char *name() const override { return "external"; }
+    uint32_t max_tag() const override { return ops_.max_tag; }
+    // The caller's progress engine decides about yielding.
+    bool oversubscribed() const override { return false; }
+
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
+        void *handle = nullptr;
+        const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, &handle);
+        return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
+    }
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
+        void *handle = nullptr;
+        const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, &handle);
+        return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
+    }
+    Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+        handles_.resize(n);
+        for (size_t i = 0; i < n; ++i) std::memcpy(&handles_[i], hs[i]->bytes, sizeof(void *));
+        if (ops_.test_many(ops_.context, handles_.data(), n, done) != 0)
+            return fail(LOOM_ERR_TRANSPORT, "a send or receive failed in the caller's transport");
+        return LOOM_SUCCESS;
+    }
+
+    Status idle() override {
+        if (ops_.test_many(ops_.context, nullptr, 0, nullptr) != 0)
+            return fail(LOOM_ERR_TRANSPORT, "the caller's transport failed while progressing");
+        return LOOM_SUCCESS;
+    }
+
+  private:
+    // Stores the caller's handle of a posted operation, or says which failed.
+    static Status keep(int rc, void *handle, TransportHandle *h, const std::string &what) {
+        if (rc != 0) return fail(LOOM_ERR_TRANSPORT, what + " failed in the caller's transport");
+        std::memcpy(h->bytes, &handle, sizeof(handle));
+        return LOOM_SUCCESS;
+    }
+
+    loom_transport_t ops_;
+    std::vector<void *> handles_;
+};
+
+}  // namespace
+
+Status make_external_transport(const loom_transport_t &ops, std::unique_ptr<Transport> *out) {
+    if (!ops.isend || !ops.irecv || !ops.test_many)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t needs isend, irecv and test_many");
+    if (ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t: rank " + std::to_string(ops.rank) +
+                                                   " is not in [0, size=" + std::to_string(ops.size) + ")");
+    *out = std::make_unique<ExternalTransport>(ops);
+    return LOOM_SUCCESS;
+}
+
+}  // namespace loom
