@@ -367,15 +367,15 @@ int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
 int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");
-    const Transport &t = comm->impl->transport();
-    size_t node_ranks = 1;
-    uint64_t shm = 0, p2p = 0;
-    shm_counts(t, &node_ranks, &shm, &p2p);
-    info->name = t.name();
-    info->node_ranks = static_cast<int>(node_ranks);
-    info->shared_memory_sends = shm;
-    info->point_to_point_sends = p2p;
-    info->single_copy_sends = shm_single_copy_sends(t);
+    const Router &router = comm->impl->transport();
+    std::vector<TransportCounters> report;
+    router.report(&report);
+    const TransportCounters *shm = find_counters(report, "shared_memory");
+    info->name = shm ? "shared_memory" : router.fallback().name();
+    info->node_ranks = shm ? static_cast<int>(extra_counter(*shm, "node_ranks")) : 1;
+    info->shared_memory_sends = shm ? shm->sent_messages() : 0;
+    info->point_to_point_sends = shm ? report.back().sent_messages() : 0;
+    info->single_copy_sends = shm ? extra_counter(*shm, "single_copy_sends") : 0;
     return LOOM_SUCCESS;
 }
 

@@ -241,6 +241,7 @@ std::string CollArgs::describe() const {
     o << collective_name(collective) << " p=" << nranks << " count=" << count;
     if (collective == Collective::reduce_scatter) o << " (varying counts, total " << input_count() << ")";
     o << " elem=" << elem_size << "B" << (in_place ? " in-place" : "") << (single_node ? " one-node" : "");
+    if (memory != MemoryType::host) o << " memory=" << memory_type_name(memory);
     return o.str();
 }
 

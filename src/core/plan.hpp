@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.hpp"
+
 namespace loom {
 
 struct NodeMap;
@@ -61,9 +63,6 @@ struct Program {
     std::vector<Step> steps;
     std::vector<StepId> deps;  // dependency lists, referenced by Step::first_dep/dep_count
     size_t scratch_count = 0;  // elements of scratch the program needs
-    // Largest message this program sends through shared-memory rings (the
-    // transport's own limit also applies); larger ones take the base transport.
-    size_t ring_limit = SIZE_MAX;
     // Derived by finalize(): who waits on whom (CSR) and the steps with no dependencies.
     std::vector<uint32_t> dependents_begin;
     std::vector<StepId> dependents;
@@ -174,6 +173,7 @@ struct CollArgs {
     std::vector<size_t> recv_counts;  // reduce_scatter: per rank
     size_t elem_size = 1;             // bytes, so algorithms can size segments
     bool in_place = false;
+    MemoryType memory = MemoryType::host;  // where the buffers live
     // Algorithm knobs (from the parameter table).
     size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
     int radix = 4;             // recursive multiplying

@@ -73,7 +73,10 @@ Status Communicator::progress_all() {
 }
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
-    : transport_(std::move(transport)), rank_(transport_->rank()), size_(transport_->size()), config_(std::move(config)) {
+    : router_(std::make_unique<Router>(std::move(transport))),
+      rank_(router_->rank()),
+      size_(router_->size()),
+      config_(std::move(config)) {
     nodes_ = NodeMap::single_node(size_);
 }
 
@@ -85,6 +88,7 @@ size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
     uint64_t h = 0xcbf29ce484222325ULL;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
     mix(static_cast<uint64_t>(k.collective) << 1 | k.in_place);
+    mix(static_cast<uint64_t>(k.memory));
     mix(k.count);
     mix(k.elem_size);
     mix(k.config_generation);
@@ -95,19 +99,19 @@ size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
 Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
     // Loops repeat one call: check the last plan before hashing.
     if (last_plan_ && last_key_.collective == a.collective && last_key_.in_place == a.in_place &&
-        last_key_.count == a.count && last_key_.elem_size == a.elem_size &&
+        last_key_.memory == a.memory && last_key_.count == a.count && last_key_.elem_size == a.elem_size &&
         last_key_.config_generation == config_.generation() && last_key_.recv_counts == a.recv_counts) {
         *out = last_plan_;
         return LOOM_SUCCESS;
     }
     LOOM_RETURN_IF_ERROR(lookup_plan(a, out));
-    last_key_ = PlanKey{a.collective, a.in_place, a.count, a.elem_size, config_.generation(), a.recv_counts};
+    last_key_ = PlanKey{a.collective, a.in_place, a.memory, a.count, a.elem_size, config_.generation(), a.recv_counts};
     last_plan_ = *out;
     return LOOM_SUCCESS;
 }
 
 Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
-    PlanKey key{a.collective, a.in_place, a.count, a.elem_size, config_.generation(), a.recv_counts};
+    PlanKey key{a.collective, a.in_place, a.memory, a.count, a.elem_size, config_.generation(), a.recv_counts};
     auto hit = cache_.find(key);
     if (hit != cache_.end()) {
         lru_.splice(lru_.begin(), lru_, hit->second);
@@ -120,23 +124,33 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     ++plan_builds_;
     sel.apply_knobs(&tuned);  // a rule's segment size, radix ...
     Program program = build_program(*sel.algorithm, tuned, rank());
-    if (a.collective == Collective::alltoall)
-        program.ring_limit = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
-    // Whether its calls may send messages of the size the transport lets us
-    // choose how to send (fixed once shared memory is attached, before any plan).
-    const bool chooses = a.input_count() * a.elem_size >= transport_->single_copy_choice_min();
-    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), CopyPathChooser{},
-                    static_cast<uint32_t>(PlanKeyHash{}(key)), chooses};
+    forget_retired_plans();
+    // Selection refused memory without an engine; host steps run inline.
+    Engine *engine = a.memory == MemoryType::host ? nullptr : engine_for(a.memory);
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
+                    engine};
+    router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
     while (lru_.size() > capacity) {
         if (&lru_.back().second == last_plan_) last_plan_ = nullptr;  // evicted: forget the shortcut
+        retired_.emplace_back(lru_.back().second.id, lru_.back().second.program);
         cache_.erase(lru_.back().first);
         lru_.pop_back();
     }
     *out = &lru_.front().second;
     return LOOM_SUCCESS;
+}
+
+void Communicator::forget_retired_plans() {
+    // A request keeps its program alive: only ours is left when none runs it.
+    size_t kept = 0;
+    for (auto &r : retired_) {
+        if (r.second.use_count() == 1) router_->plan_removed(r.first);
+        else retired_[kept++] = std::move(r);
+    }
+    retired_.resize(kept);
 }
 
 void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const {
@@ -183,18 +197,18 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
 Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     if (started_any_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
-    std::unique_ptr<Transport> wrapped;
+    std::unique_ptr<Transport> shm;
     const int node_ranks = static_cast<int>(node.local_ranks.size());
     const size_t ring_bytes = node.geometry.ring_bytes();
-    const size_t max_bytes =
-        shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
-    SingleCopyPolicy single_copy;
-    single_copy.mode = static_cast<SingleCopyPolicy::Mode>(config_.integer(kParamSingleCopy));
-    single_copy.min_bytes = static_cast<size_t>(config_.integer(kParamSingleCopyMinBytes));
-    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(&transport_, std::move(node), max_bytes, single_copy, &wrapped));
-    transport_ = std::move(wrapped);
+    ShmOptions options;
+    options.max_bytes = shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
+    options.alltoall_max_bytes = static_cast<size_t>(config_.integer(kParamAlltoallShmMaxBytes));
+    options.single_copy.mode = static_cast<SingleCopyPolicy::Mode>(config_.integer(kParamSingleCopy));
+    options.single_copy.min_bytes = static_cast<size_t>(config_.integer(kParamSingleCopyMinBytes));
+    LOOM_RETURN_IF_ERROR(make_shared_memory_transport(rank_, size_, std::move(node), options, &shm));
+    router_->add_preferred(std::move(shm));
     shared_memory_ranks_ = node_ranks;
-    ring_message_max_ = max_bytes;
+    ring_message_max_ = options.max_bytes;
     ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
 }
@@ -226,6 +240,8 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     req.error_ = LOOM_SUCCESS;
     if (req.program_ != plan->program) req.program_ = plan->program;  // keeps it alive; no refcount churn in loops
     ExecutionBuffers eb;
+    eb.plan = plan->id;
+    eb.engine = plan->engine;
     eb.output = call.recvbuf;
     eb.elem_size = args.elem_size;
     if (args.collective == Collective::allreduce || args.collective == Collective::reduce_scatter ||
@@ -246,26 +262,13 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     req.scratch_.resize(plan->program->scratch_count * args.elem_size);
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
-    next_tag_ = next_tag_ >= transport_->max_tag() ? 0 : next_tag_ + 1;
+    next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
     if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
-    else req.execution_ = std::make_unique<Execution>(req.program_.get(), *transport_, tag, eb);
-    // Blocking calls take the plan's next path and are timed, nonblocking
-    // ones (whose time includes the caller's work) its best.
-    timed_plan_ = nullptr;
-    if (plan->chooses_copy_path) {
-        // Every rank tries the other path on the same calls (they make the
-        // same calls in the same order); otherwise all follow the leader.
-        if (!transport_->leads_copy_path_choice()) {
-            const int shared = transport_->shared_copy_path(plan->copy_path_slot);
-            if (shared >= 0) plan->copy_path.adopt(static_cast<CopyPathChooser::Path>(shared));
-        }
-        const CopyPathChooser::Path path = blocking ? plan->copy_path.next() : plan->copy_path.best();
-        transport_->prefer_single_copy(path == CopyPathChooser::single_copy);
-        if (blocking) {
-            timed_plan_ = plan;
-            timed_path_ = path;
-            timed_start_ns_ = now_ns();
-        }
+    else req.execution_ = std::make_unique<Execution>(req.program_.get(), *router_, tag, eb);
+    timed_plan_ = Route::kNoPlan;
+    if (router_->call_starts(plan->id, blocking) && blocking) {
+        timed_plan_ = plan->id;
+        timed_start_ns_ = now_ns();
     }
     LOOM_RETURN_IF_ERROR(req.execution_->start());
     active_.push_back(&req);
@@ -290,13 +293,10 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = std::make_unique<Request>();
     LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call, /*blocking=*/true));
-    if (!timed_plan_) return blocking_->wait();
-    const CachedPlan *plan = timed_plan_;
+    if (timed_plan_ == Route::kNoPlan) return blocking_->wait();
+    const uint32_t plan = timed_plan_;
     const Status st = blocking_->wait();
-    if (st == LOOM_SUCCESS) {
-        plan->copy_path.record(timed_path_, now_ns() - timed_start_ns_);
-        transport_->publish_copy_path(plan->copy_path_slot, plan->copy_path.best());  // kept by the leader only
-    }
+    if (st == LOOM_SUCCESS) router_->call_ends(plan, now_ns() - timed_start_ns_);
     return st;
 }
 

@@ -9,12 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/shm/copy_path_chooser.hpp"
 #include "runtime/executor.hpp"
 #include "node_map.hpp"
 #include "runtime/params.hpp"
 #include "select/selector.hpp"
-#include "transport/transport.hpp"
+#include "transport/router.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace loom {
@@ -52,6 +51,8 @@ struct CallData {
 
 class Communicator {
   public:
+    // `transport` carries everything no preferred transport takes (the
+    // PML, MPI point-to-point); the router starts with it alone.
     Communicator(std::unique_ptr<Transport> transport, Config config);
     ~Communicator();
     // Kept: a transport's rank and size never change (wrapping it in shared
@@ -59,10 +60,12 @@ class Communicator {
     int rank() const { return rank_; }
     int size() const { return size_; }
     Config &config() { return config_; }
-    Transport &transport() { return *transport_; }
+    Router &transport() { return *router_; }
+    const Router &transport() const { return *router_; }
 
     // Validates nothing about user input (the C API does); args.nranks and the
-    // algorithm knobs are filled in here.
+    // algorithm knobs are filled in here. args.memory says where the buffers
+    // live (host unless the caller found otherwise).
     Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
     Status run(CollArgs args, const CallData &call);
     // Selects and builds (caches) the plan without running it.
@@ -87,7 +90,7 @@ class Communicator {
 
   private:
 
-    std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Router> router_;
     int rank_ = 0, size_ = 1;
     Config config_;
     uint32_t next_tag_ = 0;
@@ -99,31 +102,35 @@ class Communicator {
     struct PlanKey {
         Collective collective;
         bool in_place;
+        MemoryType memory;
         size_t count, elem_size;
         uint64_t config_generation;
         std::vector<size_t> recv_counts;
         bool operator==(const PlanKey &o) const {
-            return collective == o.collective && in_place == o.in_place && count == o.count &&
+            return collective == o.collective && in_place == o.in_place && memory == o.memory && count == o.count &&
                    elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts;
         }
     };
     struct PlanKeyHash {
         size_t operator()(const PlanKey &k) const;
     };
-    // The selection and the plan for one key, made once.
+    // The selection and the plan for one key, made once. `id` names it to
+    // the transports (never reused, so a request still running an evicted
+    // plan keeps its transports' policy for it).
     struct CachedPlan {
         const AlgorithmInfo *algorithm;
         std::string why;
         std::shared_ptr<const Program> program;
-        // Rings or single copy for its large shared-memory messages, from
-        // timed blocking calls (the node's first rank's, which the others follow).
-        mutable CopyPathChooser copy_path;
-        uint32_t copy_path_slot = 0;  // its key's hash
-        bool chooses_copy_path = false;  // its calls may send messages of single-copy size
+        uint32_t id;
+        Engine *engine;  // for its local steps; null: host memory, inline
     };
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
+    // Evicted plans whose ids the transports keep until no request runs them.
+    void forget_retired_plans();
+    std::vector<std::pair<uint32_t, std::shared_ptr<const Program>>> retired_;
+    uint32_t next_plan_id_ = 0;
     // args plus what only choosing and building a plan reads: the
     // parameters' knobs and the alltoall piece size. Plans are cached under
     // the parameters' generation, so a call whose plan is cached needs
@@ -139,9 +146,8 @@ class Communicator {
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
     std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
     std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
-    // The blocking call being timed for its plan's CopyPathChooser (null: none).
-    const CachedPlan *timed_plan_ = nullptr;
-    CopyPathChooser::Path timed_path_ = CopyPathChooser::ring;
+    // The blocking call a transport asked to be timed (kNoPlan: none).
+    uint32_t timed_plan_ = Route::kNoPlan;
     uint64_t timed_start_ns_ = 0;
     PlanKey last_key_{};
     const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted

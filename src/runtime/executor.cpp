@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/host/host.hpp"
+
 namespace loom {
 
 Execution::Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers)
@@ -13,6 +15,7 @@ void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffe
     tag_ = tag;
     buffers_ = buffers;
     active_.clear();
+    active_local_.clear();
     completed_ = 0;
 }
 
@@ -62,17 +65,27 @@ Status Execution::run_ready() {
         const Step &s = p.steps[id];
         switch (s.kind) {
             case StepKind::join: complete(id); break;
-            case StepKind::copy: {
-                unsigned char *dst = address(s.dst);
-                const unsigned char *src = address(s.src);
-                if (dst != src) std::memmove(dst, src, s.dst.count * es);
-                complete(id);
+            case StepKind::copy:
+            case StepKind::reduce: {
+                if (!buffers_.engine) {
+                    if (s.kind == StepKind::copy) host_copy(address(s.dst), address(s.src), s.dst.count * es);
+                    else host_reduce(address(s.dst), address(s.src), s.dst.count, buffers_.reduce);
+                    complete(id);
+                    break;
+                }
+                ActiveLocal a{id, {}};
+                bool finished = false;
+                Engine &engine = *buffers_.engine;
+                const Status st =
+                    s.kind == StepKind::copy
+                        ? engine.copy(address(s.dst), address(s.src), s.dst.count * es, &a.handle, &finished)
+                        : engine.reduce(address(s.dst), address(s.src), s.dst.count, buffers_.reduce, &a.handle,
+                                        &finished);
+                if (st != LOOM_SUCCESS) return st;
+                if (finished) complete(id);
+                else active_local_.push_back(a);
                 break;
             }
-            case StepKind::reduce:
-                buffers_.reduce(address(s.dst), address(s.src), s.dst.count);
-                complete(id);
-                break;
             case StepKind::send:
             case StepKind::recv: {
                 const size_t key = 2 * static_cast<size_t>(s.peer) + (s.kind == StepKind::recv ? 1 : 0);
@@ -82,10 +95,10 @@ Status Execution::run_ready() {
                 }
                 ++in_flight_[key];
                 Active a{id, {}};
-                a.handle.ring_limit = p.ring_limit;
+                const Route route{buffers_.plan, s.lane};
                 Status st = s.kind == StepKind::send
-                                ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, s.lane, &a.handle)
-                                : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, &a.handle);
+                                ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, route, &a.handle)
+                                : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, route, &a.handle);
                 if (st != LOOM_SUCCESS) return st;
                 active_.push_back(a);
                 if (p.next_in_peer_order[id] != Program::kNoStep) release(p.next_in_peer_order[id]);
@@ -96,15 +109,37 @@ Status Execution::run_ready() {
     return LOOM_SUCCESS;
 }
 
+Status Execution::test_local(bool *any) {
+    size_t kept = 0;
+    for (size_t i = 0; i < active_local_.size(); ++i) {
+        bool finished = false;
+        LOOM_RETURN_IF_ERROR(buffers_.engine->test(&active_local_[i].handle, &finished));
+        if (!finished) {
+            active_local_[kept++] = active_local_[i];
+            continue;
+        }
+        complete(active_local_[i].id);
+        *any = true;
+    }
+    active_local_.resize(kept);
+    return LOOM_SUCCESS;
+}
+
 Status Execution::progress(bool *done) {
     for (;;) {
         LOOM_RETURN_IF_ERROR(run_ready());
         bool any = false;
-        if (active_.empty()) break;  // run_ready() left nothing ready and nothing in flight
+        if (active_.empty()) {
+            if (active_local_.empty()) break;  // run_ready() left nothing ready and nothing in flight
+            LOOM_RETURN_IF_ERROR(test_local(&any));
+            if (any) continue;  // an engine's completions may have readied steps
+            break;
+        }
+        if (!active_local_.empty()) LOOM_RETURN_IF_ERROR(test_local(&any));
         handles_.clear();
         for (Active &a : active_) handles_.push_back(&a.handle);
         done_flags_.resize(active_.size());
-        LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data()));
+        LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data(), nullptr));
         // Retire completed operations, keeping the others in posting order.
         size_t kept = 0;
         const size_t n = active_.size();

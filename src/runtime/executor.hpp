@@ -1,11 +1,13 @@
 // The executor runs one rank's Program nonblockingly over a Transport: a step
 // becomes ready when its dependencies have completed; local steps (copy,
-// reduce) run at once, sends and receives are posted and polled.
+// reduce) go to the buffers' engine, sends and receives to the transport,
+// and both are polled until they complete.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "core/datatype.hpp"
+#include "engine/engine.hpp"
 #include "core/plan.hpp"
 #include "transport/transport.hpp"
 
@@ -17,6 +19,8 @@ struct ExecutionBuffers {
     void *scratch = nullptr;      // at least program.scratch_count * elem_size bytes
     size_t elem_size = 1;
     ReduceFn reduce = nullptr;    // null for collectives without reduction
+    Engine *engine = nullptr;     // null: host memory, run by the host engine's kernels inline
+    uint32_t plan = Route::kNoPlan;  // the communicator's id of the program, for the transports
 };
 
 class Execution {
@@ -36,6 +40,7 @@ class Execution {
 
   private:
     Status run_ready();
+    Status test_local(bool *any);  // polls the engine's pending local steps
     void complete(StepId id);
     void release(StepId id);
     unsigned char *address(const Slice &s) const;
@@ -52,6 +57,11 @@ class Execution {
         TransportHandle handle;
     };
     std::vector<Active> active_;
+    struct ActiveLocal {
+        StepId id;
+        EngineHandle handle;
+    };
+    std::vector<ActiveLocal> active_local_;  // local steps an engine has not completed yet
     std::vector<TransportHandle *> handles_;  // scratch for test_many
     std::vector<unsigned char> done_flags_;   // bool per active operation
     size_t completed_ = 0;

@@ -79,13 +79,17 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         else if (key == "np") ok = read_int(value, 1, 1 << 20, &np);
         else if (key == "rails") ok = read_int(value, 1, 64, &rails);
         else if (key == "type") ok = element_size(value, &elem), type_name = value;
+        else if (key == "memory") ok = memory_type_from_name(value, &a.memory);
         else
-            return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "explain: unknown word '" + w + "' (known: nodes=N ppn=N np=N rails=N type=NAME in_place)");
+            return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: unknown word '" + w +
+                                                       "' (known: nodes=N ppn=N np=N rails=N type=NAME "
+                                                       "memory=host|cuda|cuda_managed in_place)");
         if (!ok)
             return fail(LOOM_ERR_INVALID_ARGUMENT,
                         "explain: bad value in '" + w + "'" +
-                            (key == "type" ? " (a datatype name as loom-info -d lists them)" : " (a positive integer)"));
+                            (key == "type"     ? " (a datatype name as loom-info -d lists them)"
+                             : key == "memory" ? " (host, cuda or cuda_managed)"
+                                               : " (a positive integer)"));
     }
     if (np == 0) np = nodes * (ppn ? ppn : (nodes == 1 ? 4 : 1));
     if (ppn == 0) ppn = (np + nodes - 1) / nodes;

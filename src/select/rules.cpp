@@ -125,10 +125,12 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
             return field_error(origin, index, "collective",
                                "required: one of allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall");
         if (e.contains("memory")) {
-            if (!e["memory"].is_string() ||
-                (e["memory"] != "host" && e["memory"] != "device" && e["memory"] != "any"))
-                return field_error(origin, index, "memory", "must be \"host\", \"device\" or \"any\"");
-            r.memory = e["memory"].get<std::string>();
+            MemoryType m;
+            const bool named = e["memory"].is_string() && memory_type_from_name(e["memory"].get<std::string>(), &m);
+            if (!named && !(e["memory"] == "device" || e["memory"] == "any"))
+                return field_error(origin, index, "memory",
+                                   "must be \"host\", \"cuda\", \"cuda_managed\", \"device\" or \"any\"");
+            r.memory = named ? memory_type_name(m) : e["memory"].get<std::string>();
         }
         std::string why;
         const std::pair<const char *, Range *> ranges[] = {
@@ -173,6 +175,14 @@ Status load_rules(const std::string &path, RuleSet *out) {
     return parse_rules(text.str(), path, out);
 }
 
+namespace {
+bool memory_matches(const std::string &rule, MemoryType m) {
+    if (rule == "any") return true;
+    if (rule == "device") return m != MemoryType::host;
+    return rule == memory_type_name(m);
+}
+}  // namespace
+
 const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
     const bool known_nodes = a.nodes && a.nodes->nranks() == a.nranks;
     const long long nodes = known_nodes ? a.nodes->nodes() : 1;
@@ -180,8 +190,7 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
     const long long bytes = static_cast<long long>(message_bytes(a));
     for (size_t i = from; i < rules.rules.size(); ++i) {
         const Rule &r = rules.rules[i];
-        // Loom's buffers are host memory today; "device" rules wait for GPU support.
-        if (r.collective != a.collective || r.memory == "device") continue;
+        if (r.collective != a.collective || !memory_matches(r.memory, a.memory)) continue;
         if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) && r.bytes.contains(bytes))
             return &r;
     }

@@ -23,7 +23,7 @@ struct Range {
 struct Rule {
     size_t index = 0;  // position in the file, from 0 ("rule 0")
     Collective collective = Collective::allreduce;
-    std::string memory = "any";  // "host", "device" or "any"
+    std::string memory = "any";  // "host", "cuda", "cuda_managed", "device" (either cuda kind) or "any"
     Range comm_size, nodes, ppn, bytes;
     std::string algorithm;
     std::optional<size_t> segment_bytes;

@@ -1,5 +1,7 @@
 #include "select/selector.hpp"
 
+#include "engine/engine.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -215,8 +217,19 @@ CostModel model_for(const Config &config) {
     return rules->model ? *rules->model : m;
 }
 
+namespace {
+// Empty when Loom can execute plans on the call's memory; otherwise why not.
+std::string memory_problem(const CollArgs &args) {
+    if (engine_for(args.memory)) return {};
+    return std::string("no algorithm is executable for memory=") + memory_type_name(args.memory) +
+           " yet: Loom has no engine for it (host memory only)";
+}
+}  // namespace
+
 Status select_algorithm(const Config &config, const CollArgs &args, Selection *out) {
     const Collective c = args.collective;
+    const std::string memory = memory_problem(args);
+    if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
     const std::string &forced = config.forced_algorithm(c);
     if (forced != "auto") {
         const AlgorithmInfo *algo = find_algorithm(c, forced);
@@ -293,14 +306,31 @@ std::string call_text(const CollArgs &a) {
     } else if (a.single_node) {
         s += " (one node)";
     }
+    if (a.memory != MemoryType::host) s += " on " + std::string(memory_type_name(a.memory)) + " memory";
     return s;
 }
 
 Status explain_selection(const Config &config, const CollArgs &args, Explanation *out) {
     Explanation e;
-    LOOM_RETURN_IF_ERROR(select_algorithm(config, args, &e.selection));
     const CostModel model = model_for(config);
     e.model = model.describe();
+    e.not_executable = memory_problem(args);
+    if (!e.not_executable.empty()) {
+        // Say what would be chosen once it can run: the rules file's entry for this memory.
+        const auto rules = rules_for(config);
+        if (const Rule *r = match_rule(*rules, args))
+            e.not_executable += "; rule " + std::to_string(r->index) + " of " + rules->path + " (memory " + r->memory +
+                                ") names " + r->algorithm;
+        for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
+            Prediction p;
+            p.algorithm = algo;
+            p.not_applicable = std::string("not executable on ") + memory_type_name(args.memory) + " memory yet";
+            e.candidates.push_back(std::move(p));
+        }
+        *out = std::move(e);
+        return LOOM_SUCCESS;
+    }
+    LOOM_RETURN_IF_ERROR(select_algorithm(config, args, &e.selection));
     std::vector<Prediction> predicted, others;
     for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
         Prediction p;
@@ -327,7 +357,8 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
 
 std::string format_explanation(const CollArgs &args, const Explanation &e) {
     std::string s = call_text(args) + "\n";
-    s += "  chosen: " + std::string(e.selection.algorithm->name) + " (" + e.selection.why + ")\n";
+    if (!e.selection.algorithm) s += "  chosen: none (" + e.not_executable + ")\n";
+    else s += "  chosen: " + std::string(e.selection.algorithm->name) + " (" + e.selection.why + ")\n";
     s += "  model: " + e.model + "\n";
     const double best = !e.candidates.empty() ? e.candidates.front().us : -1;
     for (const Prediction &p : e.candidates) {
@@ -347,6 +378,7 @@ std::string format_explanation(const CollArgs &args, const Explanation &e) {
 
 std::string explanation_line(const CollArgs &args, const Explanation &e) {
     char head[64];
+    if (!e.selection.algorithm) return call_text(args) + ": " + e.not_executable;
     std::snprintf(head, sizeof head, ", predicted %.1f us", e.predicted_us);
     std::string s = call_text(args) + ": " + e.selection.algorithm->name + " (" + e.selection.why + ")" +
                     (e.predicted_us >= 0 ? head : "");

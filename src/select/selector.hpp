@@ -47,7 +47,8 @@ struct Prediction {
 };
 
 struct Explanation {
-    Selection selection;
+    Selection selection;  // algorithm null when nothing can run the call's memory type
+    std::string not_executable;  // why, then
     double predicted_us = -1;            // the chosen algorithm's
     std::vector<Prediction> candidates;  // predicted ones, fastest first, then the others
     std::string model;                   // the model's parameters

@@ -1,25 +1,59 @@
 // Transports move bytes between ranks of one communicator. The executor posts
 // nonblocking sends and receives and polls them; a transport needs nothing
 // else. Messages between a pair with the same tag match in posting order.
+//
+// Several transports serve one communicator (shared memory within a node,
+// the PML or MPI across, later a UCX worker per rail): a Router
+// (transport/router.hpp) asks each, in preference order, whether it carries a
+// message, the way NCCL picks the first transport whose canConnect accepts a
+// peer pair. A transport's own policy (ring limits, copy paths) stays inside
+// it; what it learns of a call is an opaque plan id.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/status.hpp"
 
 namespace loom {
 
-// Opaque per-operation handle storage owned by the caller. `bytes` belongs to
-// the transport that carries the operation; `layered` to a transport wrapped
-// around it (the shared-memory path), null when the inner one carries it.
+struct CollArgs;
+
+// Opaque per-operation storage owned by the caller. `bytes` belongs to the
+// transport that carries the operation; `carrier` is the router's index of
+// that transport.
 struct TransportHandle {
     alignas(8) unsigned char bytes[16];
-    void *layered;
-    // Set by the caller before posting: the largest message a shared-memory
-    // layer may carry through its rings for this operation (the plan's
-    // limit; both sides of a message run the same plan, so they agree).
-    size_t ring_limit = SIZE_MAX;
+    uint32_t carrier = 0;
+};
+
+// Where a message goes besides its peer: the lane (rail, channel) and the
+// plan it belongs to, so per-plan policy applies to both sides of a message
+// alike (both run the same plan). kNoPlan outside a cached plan.
+struct Route {
+    static constexpr uint32_t kNoPlan = 0xffffffffu;
+    uint32_t plan = kNoPlan;
+    int lane = 0;
+};
+
+// Messages and bytes a transport carried on one lane, sends and receives.
+struct LaneCounters {
+    uint64_t sent_messages = 0, sent_bytes = 0;
+    uint64_t received_messages = 0, received_bytes = 0;
+};
+
+// What a communicator's router reports about one of its transports.
+struct TransportCounters {
+    std::string name;
+    std::vector<LaneCounters> lanes;  // by lane, as many as were used (at least one)
+    std::vector<std::pair<std::string, uint64_t>> extra;  // the transport's own counts
+    uint64_t sent_messages() const {
+        uint64_t n = 0;
+        for (const LaneCounters &c : lanes) n += c.sent_messages;
+        return n;
+    }
 };
 
 class Transport {
@@ -30,49 +64,58 @@ class Transport {
     virtual const char *name() const = 0;
     // Largest tag the transport carries; the communicator cycles tags below it.
     virtual uint32_t max_tag() const = 0;
-    virtual Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane,
+    // Whether this transport carries a message of `bytes` between this rank
+    // and `peer` for `route`. Both sides must give the same answer for one
+    // message: it may depend on the peer pair, the size and the route only.
+    virtual bool carries(int peer, size_t bytes, const Route &route) const { return true; }
+    virtual Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                              TransportHandle *h) = 0;
-    virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) = 0;
-    // Sets *done; a completed handle is released by the transport.
-    virtual Status test(TransportHandle *h, bool *done) = 0;
-    // For transports whose every test is a sweep: test() as test_many() of one.
-    Status test_one_by_sweep(TransportHandle *h, bool *done) {
+    virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                             TransportHandle *h) = 0;
+    // Tests n handles at once (done[i] for each); a handle reported done is
+    // released by the transport. *moved (may be null) tells whether anything
+    // happened, done or not: a router then knows whether to drive the
+    // transports that wait in a progress engine.
+    virtual Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) = 0;
+    Status test(TransportHandle *h, bool *done) {
         unsigned char d = 0;
         TransportHandle *one[1] = {h};
-        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d));
+        LOOM_RETURN_IF_ERROR(test_many(one, 1, &d, nullptr));
         *done = d != 0;
         return LOOM_SUCCESS;
     }
-    // Tests n handles at once (done[i] for each). Transports whose every test
-    // drives a progress engine (MPI) override it to drive it once per poll.
-    virtual Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) {
-        for (size_t i = 0; i < n; ++i) {
-            bool d = false;
-            LOOM_RETURN_IF_ERROR(test(hs[i], &d));
-            done[i] = d;
-        }
-        return LOOM_SUCCESS;
-    }
-    // Called by a transport layered on this one when a poll found nothing
-    // to do and this one had no operation to test: drive the progress engine
+    // Called when a poll found nothing to do: drive the progress engine
     // below once (Open MPI's gives the core away when oversubscribed).
     virtual Status idle() { return LOOM_SUCCESS; }
+    // True when a transport's progress happens in an engine that idle()
+    // drives (the PML, MPI); false when a poll does all the work (memory).
+    virtual bool drives_progress_engine() const { return false; }
     // True when this rank shares its cores with more ranks than there are
     // cores: a waiting rank must then give its core away between polls, or
     // the rank it waits for cannot run. Otherwise spinning is faster.
     virtual bool oversubscribed() const { return true; }
-    // A transport that can hand large messages over either way (the shared-
-    // memory rings or single copy) and leaves the choice to its caller: the
-    // smallest message the choice applies to, else SIZE_MAX; and the choice
-    // for the sends posted from now on.
-    virtual size_t single_copy_choice_min() const { return SIZE_MAX; }
-    virtual void prefer_single_copy(bool) {}
-    // Where ranks share that choice: whether this rank makes it, the
-    // chooser publishing its choice for the calls of plan `slot` (a hash),
-    // and the others reading it (-1: none yet).
-    virtual bool leads_copy_path_choice() const { return true; }
-    virtual void publish_copy_path(uint32_t, int) {}
-    virtual int shared_copy_path(uint32_t) const { return -1; }
+
+    // Plans. The communicator tells its transports about every plan it
+    // caches (id: never reused within the communicator, removed once no
+    // request runs it; `key`: a hash of the call's shape, equal on every
+    // rank) and, per call, when it starts. A
+    // transport that wants a blocking call's time returns true from
+    // call_starts and is told the time in call_ends.
+    // Whether the transport overrides the four below (the router then calls them).
+    virtual bool follows_plans() const { return false; }
+    virtual void plan_added(uint32_t id, uint32_t key, const CollArgs &args) {}
+    virtual void plan_removed(uint32_t id) {}
+    virtual bool call_starts(uint32_t plan, bool blocking) { return false; }
+    virtual void call_ends(uint32_t plan, uint64_t elapsed_ns) {}
+
+    // A count that grows whenever the transport moves data, finished or not
+    // (a long message moves cell by cell before its step completes): lets a
+    // caller tell a slow message from a stall.
+    virtual uint64_t data_movements() const { return 0; }
+
+    // Counts of its own worth showing beside the router's per-lane
+    // messages and bytes ("single_copy_sends" ...).
+    virtual void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {}
 };
 
 }  // namespace loom

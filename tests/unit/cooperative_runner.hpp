@@ -9,6 +9,7 @@
 #include "algorithms/algorithm.hpp"
 #include "runtime/executor.hpp"
 #include "transport/inprocess/inprocess.hpp"
+#include "transport/router.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace loom::testing {
@@ -43,7 +44,8 @@ inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args) {
 // The shared-memory path over the in-process fabric: rank r is on emulated
 // node r % nodes; messages up to max_bytes between ranks of a node go
 // through memfd-backed rings, each rank mapping every inbox of its node;
-// how those of single-copy size go is `single_copy`.
+// how those of single-copy size go is `single_copy`. Each rank's transport
+// becomes a router: shared memory first, the fabric for the rest.
 struct ShmOptions {
     ShmGeometry geometry;
     size_t max_bytes = 0;
@@ -72,11 +74,15 @@ inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::u
             sm.peers.resize(local.size());
             for (size_t j = 0; j < local.size(); ++j)
                 if (j != i) sm.peers[j] = inboxes[j]->another_mapping();
-            std::unique_ptr<Transport> wrapped;
-            if (make_shared_memory_transport(&transports[local[i]], std::move(sm), o.max_bytes,
-                                             o.single_copy, &wrapped) != LOOM_SUCCESS)
+            loom::ShmOptions options;
+            options.max_bytes = o.max_bytes;
+            options.single_copy = o.single_copy;
+            std::unique_ptr<Transport> shm;
+            if (make_shared_memory_transport(local[i], p, std::move(sm), options, &shm) != LOOM_SUCCESS)
                 return "shared-memory transport: " + std::string(last_error_message());
-            transports[local[i]] = std::move(wrapped);
+            auto router = std::make_unique<Router>(std::move(transports[local[i]]));
+            router->add_preferred(std::move(shm));
+            transports[local[i]] = std::move(router);
         }
     }
     return {};
@@ -126,12 +132,12 @@ inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<Ra
             if (execs[r]->done()) continue;
             // A long message moves cell by cell through shared memory
             // before its step completes: that is progress too.
-            const size_t before = execs[r]->completed_steps() + shm_cells_moved(*transports[r]);
+            const size_t before = execs[r]->completed_steps() + transports[r]->data_movements();
             bool done = false;
             if (execs[r]->progress(&done) != LOOM_SUCCESS)
                 return "progress failed on rank " + std::to_string(r) + ": " + last_error_message();
             all_done &= done;
-            moved += execs[r]->completed_steps() + shm_cells_moved(*transports[r]) - before;
+            moved += execs[r]->completed_steps() + transports[r]->data_movements() - before;
         }
         if (all_done) break;
         if (moved == 0) {

@@ -238,5 +238,72 @@ TEST(Explain, OfflineAnswerMatchesACommunicatorsChoice) {
     std::remove(path.c_str());
 }
 
+// Memory types: rules name them (host, cuda, cuda_managed, device, any) and
+// match only calls on that memory; a call on memory Loom has no engine for
+// is explained as not executable yet, naming the rule that would decide, and
+// fails with that reason when run.
+TEST(Rules, MemoryTypesAreParsedMatchedAndExplained) {
+    EXPECT_NE(error_of(R"({"rules": [{"collective": "allreduce", "memory": "gpu", "algorithm": "ring"}]})")
+                  .find("\"cuda\", \"cuda_managed\", \"device\" or \"any\""),
+              std::string::npos);
+    const std::string path = write_file(R"({"rules": [
+        {"collective": "allreduce", "memory": "cuda", "algorithm": "ring"},
+        {"collective": "allreduce", "memory": "device", "algorithm": "rabenseifner"},
+        {"collective": "allreduce", "memory": "host", "algorithm": "recursive_doubling"}]})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    const auto rules = rules_for(config);
+    CollArgs a = args(Collective::allreduce, 8, 1 << 20);
+    const struct {
+        MemoryType memory;
+        size_t rule;
+    } expect[] = {{MemoryType::cuda, 0}, {MemoryType::cuda_managed, 1}, {MemoryType::host, 2}};
+    for (const auto &x : expect) {
+        a.memory = x.memory;
+        const Rule *r = match_rule(*rules, a);
+        ASSERT_NE(r, nullptr) << memory_type_name(x.memory);
+        EXPECT_EQ(r->index, x.rule) << memory_type_name(x.memory);
+    }
+    Selection s;
+    a.memory = MemoryType::host;
+    ASSERT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS);
+    EXPECT_STREQ(s.algorithm->name, "recursive_doubling");
+    a.memory = MemoryType::cuda;
+    EXPECT_EQ(select_algorithm(config, a, &s), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+    EXPECT_NE(std::string(last_error_message()).find("no algorithm is executable for memory=cuda"), std::string::npos)
+        << last_error_message();
+
+    CallSpec spec;
+    ASSERT_EQ(parse_call_spec("allreduce 1MiB nodes=4 ppn=2 memory=cuda", config, &spec), LOOM_SUCCESS)
+        << last_error_message();
+    EXPECT_EQ(spec.args.memory, MemoryType::cuda);
+    Explanation e;
+    ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+    EXPECT_EQ(e.selection.algorithm, nullptr);
+    const std::string table = format_explanation(spec.args, e);
+    EXPECT_NE(table.find("on cuda memory"), std::string::npos) << table;
+    EXPECT_NE(table.find("chosen: none (no algorithm is executable for memory=cuda yet"), std::string::npos) << table;
+    EXPECT_NE(table.find("rule 0 of " + path + " (memory cuda) names ring"), std::string::npos) << table;
+    EXPECT_EQ(parse_call_spec("allreduce 1MiB memory=gpu", config, &spec), LOOM_ERR_INVALID_ARGUMENT);
+    std::remove(path.c_str());
+}
+
+// The memory type is part of the plan key: a call on other memory is a
+// different plan, and one Loom cannot execute fails before anything runs.
+TEST(Rules, TheMemoryTypeIsPartOfThePlanKey) {
+    InProcessFabric fabric(1);
+    Communicator comm(fabric.endpoint(0), Config());
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.count = 64;
+    const char *algorithm = nullptr;
+    ASSERT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_SUCCESS);
+    EXPECT_EQ(comm.cached_plans(), 1u);
+    a.memory = MemoryType::cuda_managed;
+    EXPECT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+    EXPECT_NE(std::string(last_error_message()).find("memory=cuda_managed"), std::string::npos);
+    EXPECT_EQ(comm.cached_plans(), 1u);
+}
+
 }  // namespace
 }  // namespace loom

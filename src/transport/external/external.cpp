@@ -20,18 +20,19 @@ class ExternalTransport final : public Transport {
     // The caller's progress engine decides about yielding.
     bool oversubscribed() const override { return false; }
 
-    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &,
+                     TransportHandle *h) override {
         void *handle = nullptr;
         const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, &handle);
         return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
     }
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &, TransportHandle *h) override {
         void *handle = nullptr;
         const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, &handle);
         return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
     }
-    Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
-    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+    bool drives_progress_engine() const override { return true; }
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *) override {
         handles_.resize(n);
         for (size_t i = 0; i < n; ++i) std::memcpy(&handles_[i], hs[i]->bytes, sizeof(void *));
         if (ops_.test_many(ops_.context, handles_.data(), n, done) != 0)

@@ -49,32 +49,21 @@ class MpiTransport final : public Transport {
     const char *name() const override { return "mpi"; }
     uint32_t max_tag() const override { return max_tag_; }
 
-    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int, TransportHandle *h) override {
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &,
+                     TransportHandle *h) override {
         return post_pair(const_cast<void *>(buf), bytes, "MPI_Isend", peer, h,
                          [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
                              return MPI_Isend(b, n, type, peer, static_cast<int>(tag), comm_, req);
                          });
     }
 
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &, TransportHandle *h) override {
         return post_pair(buf, bytes, "MPI_Irecv", peer, h, [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
             return MPI_Irecv(b, n, type, peer, static_cast<int>(tag), comm_, req);
         });
     }
 
-    Status test(TransportHandle *h, bool *done) override {
-        HandlePair pair;
-        std::memcpy(&pair, h->bytes, sizeof(pair));
-        int flag_bulk = 1, flag_rest = 1;
-        int rc = MPI_SUCCESS;
-        if (pair.bulk != MPI_REQUEST_NULL) rc = MPI_Test(&pair.bulk, &flag_bulk, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS && pair.rest != MPI_REQUEST_NULL) rc = MPI_Test(&pair.rest, &flag_rest, MPI_STATUS_IGNORE);
-        std::memcpy(h->bytes, &pair, sizeof(pair));
-        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Test", -1);
-        *done = flag_bulk && flag_rest;
-        return LOOM_SUCCESS;
-    }
-
+    bool drives_progress_engine() const override { return true; }
     Status idle() override {
         // A probe that finds nothing runs MPI's progress engine once (Open
         // MPI's yields there when oversubscribed); it receives nothing.
@@ -83,7 +72,7 @@ class MpiTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
-    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *) override {
         // One MPI_Testall-style sweep: MPI_Testsome progresses the library once
         // for all requests instead of once per request.
         requests_.resize(2 * n);

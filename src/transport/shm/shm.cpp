@@ -14,6 +14,9 @@
 #include <cstring>
 #include <mutex>
 #include <deque>
+#include <unordered_map>
+
+#include "core/plan.hpp"
 
 namespace loom {
 namespace {
@@ -150,92 +153,145 @@ class SharedMemoryTransport final : public Transport {
     static inline ShmOp *const kReleased = reinterpret_cast<ShmOp *>(alignof(ShmOp));
 
   public:
-    SharedMemoryTransport(std::unique_ptr<Transport> base, SharedMemoryNode node, size_t max_bytes,
-                          SingleCopyPolicy single_copy)
-        : base_(std::move(base)),
+    SharedMemoryTransport(int rank, int size, SharedMemoryNode node, const ShmOptions &options)
+        : rank_(rank),
+          size_(size),
           node_(std::move(node)),
-          max_bytes_(max_bytes),
-          single_copy_mode_(single_copy.mode),
-          single_copy_min_(single_copy.mode == SingleCopyPolicy::never ? SIZE_MAX
-                                                                       : std::max<size_t>(single_copy.min_bytes, 1)),
-          prefer_single_copy_(single_copy.mode == SingleCopyPolicy::always) {
-        const int p = base_->size();
-        local_index_.assign(p, -1);
+          max_bytes_(options.max_bytes),
+          alltoall_max_bytes_(options.alltoall_max_bytes),
+          single_copy_mode_(options.single_copy.mode),
+          single_copy_min_(options.single_copy.mode == SingleCopyPolicy::never
+                               ? SIZE_MAX
+                               : std::max<size_t>(options.single_copy.min_bytes, 1)),
+          prefer_single_copy_(options.single_copy.mode == SingleCopyPolicy::always) {
+        local_index_.assign(size, -1);
         for (size_t i = 0; i < node_.local_ranks.size(); ++i) local_index_[node_.local_ranks[i]] = static_cast<int>(i);
-        my_index_ = static_cast<size_t>(local_index_[base_->rank()]);
+        my_index_ = static_cast<size_t>(local_index_[rank]);
         peers_.resize(node_.local_ranks.size());
         stride_ = cell_stride(node_.geometry);
         rings_offset_ = header_area_bytes(node_.local_ranks.size());
     }
     ~SharedMemoryTransport() override = default;
 
-    int rank() const override { return base_->rank(); }
-    int size() const override { return base_->size(); }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
     const char *name() const override { return "shared_memory"; }
-    uint32_t max_tag() const override { return base_->max_tag(); }
-    bool oversubscribed() const override { return base_->oversubscribed(); }
-    Status idle() override { return base_->idle(); }
-    uint64_t cells_moved() const { return cells_moved_; }
-    uint64_t unexpected_messages() const { return unexpected_messages_; }
-    size_t node_ranks() const { return node_.local_ranks.size(); }
-    uint64_t shm_sends() const { return shm_sends_; }
-    uint64_t base_sends() const { return base_sends_; }
-    uint64_t single_copy_sends() const { return single_copy_sends_; }
-    size_t single_copy_choice_min() const override {
-        return single_copy_mode_ == SingleCopyPolicy::measured ? single_copy_min_ : SIZE_MAX;
+    uint32_t max_tag() const override { return UINT32_MAX; }  // a cell carries any tag
+
+    bool carries(int peer, size_t bytes, const Route &route) const override {
+        return local_peer(peer, bytes, route) >= 0;
     }
-    void prefer_single_copy(bool yes) override {
-        if (single_copy_mode_ == SingleCopyPolicy::measured) prefer_single_copy_ = yes;
+
+    uint64_t data_movements() const override { return cells_moved_; }
+
+    void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override {
+        out->emplace_back("node_ranks", node_.local_ranks.size());
+        out->emplace_back("cells_moved", cells_moved_);
+        out->emplace_back("unexpected_messages", unexpected_messages_);
+        out->emplace_back("single_copy_sends", single_copy_sends_);
     }
+
+    // Per plan: the ring limit of its collective, and for plans whose
+    // messages may be large enough, the copy path chosen from timed calls.
+    bool follows_plans() const override { return true; }
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override {
+        PlanPolicy &policy = plans_[id];
+        policy = PlanPolicy{};
+        policy.ring_limit = args.collective == Collective::alltoall ? alltoall_max_bytes_ : SIZE_MAX;
+        policy.chooses_copy_path = single_copy_mode_ == SingleCopyPolicy::measured &&
+                                   args.input_count() * args.elem_size >= single_copy_min_;
+        policy.copy_path_slot = key;
+        last_plan_ = Route::kNoPlan;
+    }
+    void plan_removed(uint32_t id) override {
+        plans_.erase(id);
+        last_plan_ = Route::kNoPlan;
+    }
+    // Blocking calls take the plan's next path and are timed, nonblocking
+    // ones (whose time includes the caller's work) its best. Every rank
+    // tries the other path on the same calls (they make the same calls in
+    // the same order); otherwise all follow the node's first rank.
+    bool call_starts(uint32_t plan, bool blocking) override {
+        PlanPolicy *policy = policy_of(plan);
+        if (!policy || !policy->chooses_copy_path) return false;
+        if (my_index_ != 0) {
+            const int shared = shared_copy_path(policy->copy_path_slot);
+            if (shared >= 0) policy->copy_path.adopt(static_cast<CopyPathChooser::Path>(shared));
+        }
+        const CopyPathChooser::Path path = blocking ? policy->copy_path.next() : policy->copy_path.best();
+        prefer_single_copy_ = path == CopyPathChooser::single_copy;
+        policy->timed_path = path;
+        return blocking;
+    }
+    void call_ends(uint32_t plan, uint64_t elapsed_ns) override {
+        PlanPolicy *policy = policy_of(plan);
+        if (!policy || !policy->chooses_copy_path) return;
+        policy->copy_path.record(policy->timed_path, elapsed_ns);
+        publish_copy_path(policy->copy_path_slot, policy->copy_path.best());
+    }
+
+  private:
+    struct PlanPolicy {
+        size_t ring_limit = SIZE_MAX;
+        bool chooses_copy_path = false;
+        uint32_t copy_path_slot = 0;
+        CopyPathChooser copy_path;
+        CopyPathChooser::Path timed_path = CopyPathChooser::ring;
+    };
+    // Consecutive messages mostly belong to one plan: the last lookup is kept.
+    PlanPolicy *policy_of(uint32_t plan) const {
+        if (plan == Route::kNoPlan) return nullptr;
+        if (plan != last_plan_) {
+            auto it = plans_.find(plan);
+            last_policy_ = it == plans_.end() ? nullptr : &it->second;
+            last_plan_ = plan;
+        }
+        return last_policy_;
+    }
+
     // The node's first rank chooses for all (a choice only pays when every
     // sender follows it: ranks deciding alone stayed mixed, and a node half
     // on each path was as slow as the slower one).
-    bool leads_copy_path_choice() const override { return my_index_ == 0; }
-    void publish_copy_path(uint32_t slot, int path) override {
+    void publish_copy_path(uint32_t slot, int path) {
         if (my_index_ != 0) return;
         // Written only when it changes: the others read this line every call.
         std::atomic<uint8_t> *word = copy_path_slot(node_.own->data(), node_.local_ranks.size(), slot);
         const auto value = static_cast<uint8_t>(path + 1);
         if (word->load(std::memory_order_relaxed) != value) word->store(value, std::memory_order_relaxed);
     }
-    int shared_copy_path(uint32_t slot) const override {
+    int shared_copy_path(uint32_t slot) const {
         const SharedSegment *seg = my_index_ == 0 ? node_.own.get() : node_.peers[0].get();
         if (!seg) return -1;  // not mapped yet: no sends to it so far
         return copy_path_slot(seg->data(), node_.local_ranks.size(), slot)->load(std::memory_order_relaxed) - 1;
     }
 
-    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, int lane, TransportHandle *h) override {
-        const int li = route(peer, bytes, h->ring_limit);
-        if (li < 0) {
-            h->layered = nullptr;
-            ++base_sends_;
-            return base_->post_send(buf, bytes, peer, tag, lane, h);
-        }
-        ++shm_sends_;
+  public:
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override {
+        const int li = local_peer(peer, bytes, route);
+        if (li < 0) return not_carried(peer, bytes);
         ShmOp *op = take_op();
         op->peer = static_cast<size_t>(li);
         op->tag = tag;
         op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
         op->bytes = bytes;
         op->single_copy = bytes >= single_copy_min_ && prefer_single_copy_;
-        h->layered = op;
+        set_op(h, op);
         peers_[li].sends.push_back(op);
         push_sends(peers_[li]);  // small messages complete here, like an eager send
         return LOOM_SUCCESS;
     }
 
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, TransportHandle *h) override {
-        const int li = route(peer, bytes, h->ring_limit);
-        if (li < 0) {
-            h->layered = nullptr;
-            return base_->post_recv(buf, bytes, peer, tag, h);
-        }
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override {
+        const int li = local_peer(peer, bytes, route);
+        if (li < 0) return not_carried(peer, bytes);
         ShmOp *op = take_op();
         op->peer = static_cast<size_t>(li);
         op->tag = tag;
         op->buf = static_cast<unsigned char *>(buf);
         op->bytes = bytes;
-        h->layered = op;
+        set_op(h, op);
         PeerState &ps = peers_[li];
         for (auto it = ps.unexpected.begin(); it != ps.unexpected.end(); ++it) {
             Unexpected &u = **it;
@@ -252,53 +308,38 @@ class SharedMemoryTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
-    Status test(TransportHandle *h, bool *done) override { return test_one_by_sweep(h, done); }
-
-    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done) override {
+    // A poll moves every peer's messages, tested here or not; *moved says
+    // whether a cell moved.
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override {
         const uint64_t before = cells_moved_;
         poll();
-        base_handles_.clear();
-        base_slots_.clear();
-        for (size_t i = 0; i < n; ++i) {
-            if (hs[i]->layered) continue;
-            base_handles_.push_back(hs[i]);
-            base_slots_.push_back(i);
-            done[i] = 0;
-        }
+        if (moved) *moved = cells_moved_ != before;
         if (!map_error_.empty()) return fail(LOOM_ERR_TRANSPORT, map_error_);
-        size_t finished = 0;
-        LOOM_RETURN_IF_ERROR(collect(hs, n, done, &finished));
-        // The base transport also drives the progress engine below us, which
-        // gives the core away when the job is oversubscribed: ask it when it
-        // has work, or when nothing at all happened here. Never after an
-        // operation finished (a receive may have found its message waiting):
-        // that would yield with work to do.
-        if (!base_handles_.empty() || (cells_moved_ == before && finished == 0)) {
-            if (base_handles_.empty()) {
-                LOOM_RETURN_IF_ERROR(base_->idle());
-            } else {
-                base_done_.assign(base_handles_.size(), 0);
-                LOOM_RETURN_IF_ERROR(base_->test_many(base_handles_.data(), base_handles_.size(), base_done_.data()));
-                for (size_t k = 0; k < base_slots_.size(); ++k) done[base_slots_[k]] = base_done_[k];
-            }
-            // The progress engine may have given the core away: what arrived
-            // meanwhile is seen now, not one poll later.
-            if (cells_moved_ == before) {
-                poll();
-                LOOM_RETURN_IF_ERROR(collect(hs, n, done, &finished));
-            }
-        }
-        return LOOM_SUCCESS;
+        return collect(hs, n, done);
     }
 
   private:
+    static ShmOp *op_of(const TransportHandle *h) {
+        ShmOp *op;
+        std::memcpy(&op, h->bytes, sizeof op);
+        return op;
+    }
+    static void set_op(TransportHandle *h, ShmOp *op) { std::memcpy(h->bytes, &op, sizeof op); }
+    Status not_carried(int peer, size_t bytes) const {
+        return fail(LOOM_ERR_INTERNAL, "shared memory was given a " + std::to_string(bytes) + "-byte message for rank " +
+                                           std::to_string(peer) + ", which it does not carry");
+    }
+
     // Reports the shared-memory operations among `hs` that are done, and
     // releases them (their handles are cleared, so a second call skips them).
-    Status collect(TransportHandle *const *hs, size_t n, unsigned char *done, size_t *finished) {
+    Status collect(TransportHandle *const *hs, size_t n, unsigned char *done) {
         Status st = LOOM_SUCCESS;
         for (size_t i = 0; i < n; ++i) {
-            ShmOp *op = static_cast<ShmOp *>(hs[i]->layered);
-            if (!op || op == kReleased) continue;
+            ShmOp *op = op_of(hs[i]);
+            if (op == kReleased) {
+                done[i] = 1;
+                continue;
+            }
             done[i] = op->done;
             if (!op->done) continue;
             if (op->truncated)
@@ -310,15 +351,18 @@ class SharedMemoryTransport final : public Transport {
                                                   std::to_string(node_.local_ranks[op->peer]) +
                                                   " failed (process_vm_readv: " + std::strerror(op->copy_errno) + ")");
             release_op(op);
-            hs[i]->layered = kReleased;
-            ++*finished;
+            set_op(hs[i], kReleased);
         }
         return st;
     }
 
     // Local index of `peer` when this message goes through shared memory, else -1.
-    int route(int peer, size_t bytes, size_t plan_limit) const {
-        if (bytes > max_bytes_ || bytes > plan_limit || peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
+    int local_peer(int peer, size_t bytes, const Route &route) const {
+        if (bytes > max_bytes_ || peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
+        if (route.plan != Route::kNoPlan) {
+            const PlanPolicy *policy = policy_of(route.plan);
+            if (policy && bytes > policy->ring_limit) return -1;
+        }
         const int li = local_index_[peer];
         return static_cast<size_t>(li) == my_index_ ? -1 : li;
     }
@@ -639,9 +683,13 @@ class SharedMemoryTransport final : public Transport {
         op->done = true;
     }
 
-    std::unique_ptr<Transport> base_;
+    int rank_, size_;
     SharedMemoryNode node_;
     size_t max_bytes_;
+    size_t alltoall_max_bytes_;
+    mutable std::unordered_map<uint32_t, PlanPolicy> plans_;  // mutable: looked up from carries()
+    mutable uint32_t last_plan_ = Route::kNoPlan;
+    mutable PlanPolicy *last_policy_ = nullptr;
     SingleCopyPolicy::Mode single_copy_mode_;
     size_t single_copy_min_;  // SIZE_MAX: single copy off
     bool prefer_single_copy_;  // for sends posted from now on (mode measured: the caller's choice)
@@ -654,12 +702,9 @@ class SharedMemoryTransport final : public Transport {
     std::vector<std::unique_ptr<ShmOp>> owned_ops_;
     std::vector<std::unique_ptr<Unexpected>> spare_;
     std::vector<ShmOp *> free_ops_;
-    std::vector<TransportHandle *> base_handles_;
-    std::vector<size_t> base_slots_;
-    std::vector<unsigned char> base_done_;
     uint64_t cells_moved_ = 0;
     uint64_t unexpected_messages_ = 0;  // taken out of a ring before their receive was posted
-    uint64_t shm_sends_ = 0, base_sends_ = 0, single_copy_sends_ = 0;
+    uint64_t single_copy_sends_ = 0;
     std::string map_error_;  // a peer's inbox that belongs to someone else
 };
 
@@ -793,45 +838,20 @@ std::string node_group_problem(const std::vector<int> &local_ranks, int rank, in
     return {};
 }
 
-Status make_shared_memory_transport(std::unique_ptr<Transport> *base_ptr, SharedMemoryNode node, size_t max_bytes,
-                                    SingleCopyPolicy single_copy, std::unique_ptr<Transport> *out) {
-    const Transport *base = base_ptr->get();
+Status make_shared_memory_transport(int rank, int size, SharedMemoryNode node, const ShmOptions &options,
+                                    std::unique_ptr<Transport> *out) {
     const auto &lr = node.local_ranks;
-    const std::string bad = node_group_problem(lr, base->rank(), base->size());
+    const std::string bad = node_group_problem(lr, rank, size);
     if (!bad.empty()) return fail(LOOM_ERR_INVALID_ARGUMENT, "shared-memory transport: " + bad);
     if (node.peers.empty()) node.peers.resize(lr.size());
     if (!node.own || node.peers.size() != lr.size())
         return fail(LOOM_ERR_INTERNAL, "shared-memory transport: this rank's inboxes are missing");
     for (size_t i = 0; i < lr.size(); ++i) {
-        if (lr[i] != base->rank() && !node.peers[i] && node.key.empty())
+        if (lr[i] != rank && !node.peers[i] && node.key.empty())
             return fail(LOOM_ERR_INTERNAL, "shared-memory inbox of rank " + std::to_string(lr[i]) + " is not mapped");
     }
-    *out = std::make_unique<SharedMemoryTransport>(std::move(*base_ptr), std::move(node), max_bytes, single_copy);
+    *out = std::make_unique<SharedMemoryTransport>(rank, size, std::move(node), options);
     return LOOM_SUCCESS;
-}
-
-uint64_t shm_unexpected_messages(const Transport &t) {
-    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
-    return s ? s->unexpected_messages() : 0;
-}
-
-uint64_t shm_cells_moved(const Transport &t) {
-    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
-    return s ? s->cells_moved() : 0;
-}
-
-uint64_t shm_single_copy_sends(const Transport &t) {
-    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
-    return s ? s->single_copy_sends() : 0;
-}
-
-bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends) {
-    const auto *s = dynamic_cast<const SharedMemoryTransport *>(&t);
-    if (!s) return false;
-    *node_ranks = s->node_ranks();
-    *shm_sends = s->shm_sends();
-    *base_sends = s->base_sends();
-    return true;
 }
 
 }  // namespace loom

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/shm/segment.hpp"
+#include "transport/shm/copy_path_chooser.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -74,8 +75,8 @@ Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, b
 // How messages of at least min_bytes that go through shared memory are
 // handed over: through the rings' cells, or by single copy (the receiver
 // reads the send buffer from the sender's memory with process_vm_readv),
-// always or as the caller says (measured: prefer_single_copy, which the
-// communicator sets per call from timed calls, CopyPathChooser). Single copy
+// always or as measured per plan (CopyPathChooser over the plan's timed
+// blocking calls, the node's first rank choosing for all). Single copy
 // starts once the receiver has found it may read the sender's memory; until
 // then, and where it may not, messages go through the cells.
 struct SingleCopyPolicy {
@@ -84,22 +85,18 @@ struct SingleCopyPolicy {
     size_t min_bytes = 16384;
 };
 
-// Wraps *base (taking it only on success); `node.local_ranks` must contain
-// its rank, and every peer's inbox must be mapped or `node.key` name them.
-Status make_shared_memory_transport(std::unique_ptr<Transport> *base, SharedMemoryNode node, size_t max_bytes,
-                                    SingleCopyPolicy single_copy, std::unique_ptr<Transport> *out);
+struct ShmOptions {
+    size_t max_bytes = 0;                 // largest message through the rings (shm_ring_message_limit)
+    size_t alltoall_max_bytes = SIZE_MAX;  // alltoall plans' limit (their blocks come in ring-sized pieces)
+    SingleCopyPolicy single_copy;
+};
 
-// Cells moved by a shared-memory transport so far (tests use it to tell a
-// long fragmented message from a stall); 0 for other transports.
-uint64_t shm_cells_moved(const Transport &t);
-// Messages a shared-memory transport took out of a ring before their
-// receive was posted (it leaves them in the ring unless the ring is full or
-// a posted receive waits behind them); 0 for other transports.
-uint64_t shm_unexpected_messages(const Transport &t);
-// Sends a shared-memory transport handed over by single copy; 0 for others.
-uint64_t shm_single_copy_sends(const Transport &t);
-// For a shared-memory transport: the ranks of its node group and the sends
-// each path has carried; false for other transports.
-bool shm_counts(const Transport &t, size_t *node_ranks, uint64_t *shm_sends, uint64_t *base_sends);
+// The shared-memory transport for `rank` of a communicator of `size`: it
+// carries messages of up to options.max_bytes to the other ranks of
+// `node.local_ranks` (which must contain `rank`); every peer's inbox must be
+// mapped or `node.key` name them. A Router puts it before the transport that
+// carries everything else.
+Status make_shared_memory_transport(int rank, int size, SharedMemoryNode node, const ShmOptions &options,
+                                    std::unique_ptr<Transport> *out);
 
 }  // namespace loom

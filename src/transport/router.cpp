@@ -1,0 +1,172 @@
+#include "transport/router.hpp"
+
+#include <algorithm>
+
+namespace loom {
+
+Router::Router(std::unique_ptr<Transport> fallback)
+    : rank_(fallback->rank()),
+      size_(fallback->size()),
+      max_tag_(fallback->max_tag()),
+      oversubscribed_(fallback->oversubscribed()) {
+    if (fallback->follows_plans()) followers_.push_back(fallback.get());
+    transports_.emplace_back();
+    transports_.back().transport = std::move(fallback);
+}
+
+void Router::add_preferred(std::unique_ptr<Transport> t) {
+    max_tag_ = std::min(max_tag_, t->max_tag());
+    if (t->follows_plans()) followers_.push_back(t.get());
+    Entry e;
+    e.transport = std::move(t);
+    transports_.insert(transports_.begin(), std::move(e));
+}
+
+LaneCounters &Router::lane(Entry &e, int lane) {
+    const size_t i = lane < 0 ? 0 : static_cast<size_t>(lane);
+    if (i >= e.lanes.size()) e.lanes.resize(i + 1);
+    return e.lanes[i];
+}
+
+Router::Entry &Router::carrier_for(int peer, size_t bytes, const Route &route) {
+    const size_t last = transports_.size() - 1;
+    for (size_t i = 0; i < last; ++i)
+        if (transports_[i].transport->carries(peer, bytes, route)) return transports_[i];
+    return transports_[last];
+}
+
+Status Router::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                         TransportHandle *h) {
+    Entry &e = carrier_for(peer, bytes, route);
+    h->carrier = static_cast<uint32_t>(&e - transports_.data());
+    LaneCounters &c = lane(e, route.lane);
+    ++c.sent_messages;
+    c.sent_bytes += bytes;
+    return e.transport->post_send(buf, bytes, peer, tag, route, h);
+}
+
+Status Router::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) {
+    Entry &e = carrier_for(peer, bytes, route);
+    h->carrier = static_cast<uint32_t>(&e - transports_.data());
+    LaneCounters &c = lane(e, route.lane);
+    ++c.received_messages;
+    c.received_bytes += bytes;
+    return e.transport->post_recv(buf, bytes, peer, tag, route, h);
+}
+
+Status Router::test_entry(Entry &e, unsigned char *done, bool *moved) {
+    e.done.assign(e.handles.size(), 0);
+    LOOM_RETURN_IF_ERROR(e.transport->test_many(e.handles.data(), e.handles.size(), e.done.data(), moved));
+    for (size_t k = 0; k < e.slots.size(); ++k) done[e.slots[k]] |= e.done[k];
+    return LOOM_SUCCESS;
+}
+
+Status Router::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {
+    if (transports_.size() == 1) return transports_[0].transport->test_many(hs, n, done, moved);
+    for (Entry &e : transports_) {
+        e.handles.clear();
+        e.slots.clear();
+    }
+    for (size_t i = 0; i < n; ++i) {
+        Entry &e = transports_[hs[i]->carrier];
+        e.handles.push_back(hs[i]);
+        e.slots.push_back(i);
+        done[i] = 0;
+    }
+    // Transports that a poll drives come first, every time (they also move
+    // messages of operations not tested here). Then the progress engines:
+    // those with operations, or, when nothing at all happened, one idle
+    // turn (Open MPI's gives the core away when oversubscribed), but never
+    // after an operation finished: that would yield with work to do.
+    bool memory_moved = false, memory_finished = false;
+    for (Entry &e : transports_) {
+        if (e.transport->drives_progress_engine()) continue;
+        bool m = false;
+        LOOM_RETURN_IF_ERROR(test_entry(e, done, &m));
+        memory_moved |= m;
+        for (size_t k = 0; k < e.slots.size(); ++k) memory_finished |= done[e.slots[k]] != 0;
+    }
+    bool engine_driven = false;
+    for (Entry &e : transports_) {
+        if (!e.transport->drives_progress_engine()) continue;
+        if (!e.handles.empty()) {
+            LOOM_RETURN_IF_ERROR(test_entry(e, done, nullptr));
+            engine_driven = true;
+        } else if (!memory_moved && !memory_finished) {
+            LOOM_RETURN_IF_ERROR(e.transport->idle());
+            engine_driven = true;
+        }
+    }
+    // The engine may have given the core away: what arrived meanwhile is
+    // seen now, not one poll later.
+    if (engine_driven && !memory_moved) {
+        for (Entry &e : transports_) {
+            if (e.transport->drives_progress_engine()) continue;
+            bool m = false;
+            LOOM_RETURN_IF_ERROR(test_entry(e, done, &m));
+            memory_moved |= m;
+        }
+    }
+    if (moved) *moved = memory_moved || engine_driven;
+    return LOOM_SUCCESS;
+}
+
+Status Router::idle() {
+    for (Entry &e : transports_) LOOM_RETURN_IF_ERROR(e.transport->idle());
+    return LOOM_SUCCESS;
+}
+
+bool Router::drives_progress_engine() const {
+    for (const Entry &e : transports_)
+        if (e.transport->drives_progress_engine()) return true;
+    return false;
+}
+
+void Router::plan_added(uint32_t id, uint32_t key, const CollArgs &args) {
+    for (Transport *t : followers_) t->plan_added(id, key, args);
+}
+
+void Router::plan_removed(uint32_t id) {
+    for (Transport *t : followers_) t->plan_removed(id);
+}
+
+bool Router::followers_start(uint32_t plan, bool blocking) {
+    bool wants_time = false;
+    for (Transport *t : followers_) wants_time |= t->call_starts(plan, blocking);
+    return wants_time;
+}
+
+void Router::call_ends(uint32_t plan, uint64_t elapsed_ns) {
+    for (Transport *t : followers_) t->call_ends(plan, elapsed_ns);
+}
+
+uint64_t Router::data_movements() const {
+    uint64_t n = 0;
+    for (const Entry &e : transports_) n += e.transport->data_movements();
+    return n;
+}
+
+void Router::report(std::vector<TransportCounters> *out) const {
+    out->clear();
+    for (const Entry &e : transports_) {
+        TransportCounters c;
+        c.name = e.transport->name();
+        c.lanes = e.lanes.empty() ? std::vector<LaneCounters>(1) : e.lanes;
+        e.transport->extra_counters(&c.extra);
+        out->push_back(std::move(c));
+    }
+}
+
+const TransportCounters *find_counters(const std::vector<TransportCounters> &report, const char *name) {
+    for (const TransportCounters &c : report)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+uint64_t extra_counter(const TransportCounters &c, const char *name) {
+    for (const auto &e : c.extra)
+        if (e.first == name) return e.second;
+    return 0;
+}
+
+}  // namespace loom

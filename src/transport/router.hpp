@@ -1,0 +1,73 @@
+// The per-peer router: a communicator's transports in preference order, and
+// for each message the first whose carries() accepts it. The last one
+// carries anything (the PML, MPI point-to-point). It counts messages and
+// bytes per transport and lane.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace loom {
+
+class Router final : public Transport {
+  public:
+    explicit Router(std::unique_ptr<Transport> fallback);
+    // Puts `t` before the present transports (it must span the same ranks).
+    void add_preferred(std::unique_ptr<Transport> t);
+    const Transport &fallback() const { return *transports_.back().transport; }
+    size_t transport_count() const { return transports_.size(); }
+    // The transport at `index` in preference order, for tests and set-up.
+    Transport &transport(size_t index) { return *transports_[index].transport; }
+    const Transport &transport(size_t index) const { return *transports_[index].transport; }
+    // Name, per-lane counts and the transport's own counts, in preference order.
+    void report(std::vector<TransportCounters> *out) const;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const char *name() const override { return "router"; }
+    uint32_t max_tag() const override { return max_tag_; }
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override;
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override;
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
+    Status idle() override;
+    bool drives_progress_engine() const override;
+    bool oversubscribed() const override { return oversubscribed_; }
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
+    void plan_removed(uint32_t id) override;
+    bool follows_plans() const override { return !followers_.empty(); }
+    // Inline: every call asks, and most communicators have no follower.
+    bool call_starts(uint32_t plan, bool blocking) override {
+        return !followers_.empty() && followers_start(plan, blocking);
+    }
+    void call_ends(uint32_t plan, uint64_t elapsed_ns) override;
+    uint64_t data_movements() const override;
+
+  private:
+    struct Entry {
+        std::unique_ptr<Transport> transport;
+        std::vector<LaneCounters> lanes;
+        // Scratch for test_many: this transport's share of the handles.
+        std::vector<TransportHandle *> handles;
+        std::vector<size_t> slots;
+        std::vector<unsigned char> done;
+    };
+    Entry &carrier_for(int peer, size_t bytes, const Route &route);
+    static LaneCounters &lane(Entry &e, int lane);
+    Status test_entry(Entry &e, unsigned char *done, bool *moved);
+    bool followers_start(uint32_t plan, bool blocking);
+    std::vector<Entry> transports_;  // preference order; the last carries anything
+    std::vector<Transport *> followers_;  // those that follow plans
+    int rank_, size_;
+    uint32_t max_tag_;
+    bool oversubscribed_;
+};
+
+// The counters of the transport called `name` in a report, or null.
+const TransportCounters *find_counters(const std::vector<TransportCounters> &report, const char *name);
+// One of a transport's own counts by name; 0 when it has none of that name.
+uint64_t extra_counter(const TransportCounters &c, const char *name);
+
+}  // namespace loom
