@@ -164,6 +164,24 @@ int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info);
 int loom_param_count(void);
 int loom_param_info(int index, const char **name, const char **default_value, const char **help, int *level);
 
+/* The algorithm registry (what loom-info -a prints): indices 0 to
+ * loom_algorithm_count() - 1, grouped by collective, each group in the
+ * selector's order of preference. `name` forces the algorithm (parameter
+ * "<collective>_algorithm", environment LOOM_<COLLECTIVE>_ALGORITHM);
+ * `collective` is the name loom_comm_prepare takes ("allreduce",
+ * "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall");
+ * `restrictions` says in words where it cannot run: "none", or "none (...)"
+ * with a remark, when it can run every call. The strings are static. An
+ * index out of range is LOOM_ERR_INVALID_ARGUMENT. */
+typedef struct loom_algorithm_info {
+    const char *name;
+    const char *collective;
+    const char *description;
+    const char *restrictions;
+} loom_algorithm_info_t;
+int loom_algorithm_count(void);
+int loom_algorithm_info(int index, loom_algorithm_info_t *info);
+
 /* Map a predefined MPI datatype / op to Loom's; LOOM_ERR_INVALID_DATATYPE or
  * LOOM_ERR_INVALID_OP for derived types and user-defined ops. */
 int loom_datatype_from_mpi(MPI_Datatype type, loom_datatype_t *out);

@@ -7,6 +7,7 @@
 #include <new>
 #include <numeric>
 
+#include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
 #include "transport/shm/setup_mpi.hpp"
 #include "transport/external/external.hpp"
@@ -259,6 +260,23 @@ int loom_param_info(int index, const char **name, const char **default_value, co
     if (default_value) *default_value = s.default_value;
     if (help) *help = s.help;
     if (level) *level = s.level;
+    return LOOM_SUCCESS;
+}
+
+int loom_algorithm_count(void) { return static_cast<int>(all_algorithms().size()); }
+
+int loom_algorithm_info(int index, loom_algorithm_info_t *info) {
+    const int n = loom_algorithm_count();
+    if (index < 0 || index >= n)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_info: index " + std::to_string(index) +
+                                                   " is out of range [0, " + std::to_string(n) +
+                                                   "); valid indices are 0 to loom_algorithm_count() - 1");
+    if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_info: info is NULL");
+    const AlgorithmInfo &a = *all_algorithms()[static_cast<size_t>(index)];
+    info->name = a.name;
+    info->collective = collective_name(a.collective);
+    info->description = a.description;
+    info->restrictions = a.restrictions;
     return LOOM_SUCCESS;
 }
 

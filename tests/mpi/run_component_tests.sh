@@ -27,7 +27,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_mpi_yield_when_idle=1
 status=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.rows"' EXIT
 
 # run NP LABEL EXPECT [MCA args...]: EXPECT is "coll algorithm" pairs the stats must show
 run() {
@@ -87,6 +87,52 @@ run() {
 leftover_inboxes() { sh "$(dirname "$0")/stale_inboxes.sh"; }
 before=$(leftover_inboxes)
 
+# The algorithms from loom-info -a (libloom's registry, through
+# loom_algorithm_info): "collective name restricted" lines, restricted 0
+# when the restrictions are "none".
+algorithms=$("$build/src/loom-info" -a | awk '
+    /^[a-z_]+:$/ { c = substr($0, 1, length($0) - 1); next }
+    c != "" && /^  [a-z_]/ { name = $1; next }
+    c != "" && name != "" && /^ +restrictions: / { print c, name, ($2 == "none" ? 0 : 1); name = "" }')
+if [ -z "$algorithms" ]; then
+    echo "FAIL: loom-info -a lists no algorithms"
+    status=1
+fi
+# rows [restricted]: lines of "collective=algorithm" pairs, one per run, that
+# together force each algorithm (or each restricted one) of every
+# collective: run i takes each collective's i-th, shorter lists wrapping.
+rows() {
+    echo "$algorithms" | awk -v only="${1:-}" '
+        NF == 3 && (only == "" || $3 == only) {
+            if (!($1 in n)) { order[++k] = $1; n[$1] = 0 }
+            list[$1, n[$1]++] = $2
+        }
+        END {
+            for (j = 1; j <= k; ++j) if (n[order[j]] > rows) rows = n[order[j]]
+            for (i = 0; i < rows; ++i) {
+                line = ""
+                for (j = 1; j <= k; ++j) line = line (j > 1 ? " " : "") order[j] "=" list[order[j], i % n[order[j]]]
+                print line
+            }
+        }'
+}
+# run_forced NP LABEL ROW [MCA args...]: forces ROW's algorithms through
+# their MCA parameters and expects the stats to show each one. One that
+# cannot run MPI_COMM_WORLD (recursive_doubling allgather on 3 ranks) is
+# handed down there but still runs on test_component's one-rank
+# communicators, so each forced algorithm must appear.
+run_forced() {
+    np=$1 label=$2 row=$3
+    shift 3
+    mca=
+    names=
+    for pair in $row; do
+        mca="$mca --mca coll_loom_${pair%%=*}_algorithm ${pair#*=}"
+        names="$names${names:+/}${pair#*=}"
+    done
+    run "$np" "$label$names" "$row" $mca "$@"
+}
+
 for np in 1 2 3 4 5; do
     # One node: small messages take the one-round algorithms (a single rank
     # has no shared memory and keeps the general rules).
@@ -95,24 +141,13 @@ for np in 1 2 3 4 5; do
     else
         run "$np" "default selection" "allreduce=direct reduce_scatter=pairwise allgather=direct alltoall=scattered"
     fi
-    # Every algorithm of every collective, forced by name; five runs cover
-    # the longest list (allreduce has five).
-    set -- recursive_doubling ring rabenseifner recursive_multiplying direct
-    i=0
-    for ar in "$@"; do
-        rs=$(echo "ring recursive_halving pairwise ring recursive_halving" | cut -d' ' -f$((i + 1)))
-        ag=$(echo "ring recursive_doubling bruck direct ring" | cut -d' ' -f$((i + 1)))
-        aa=$(echo "pairwise bruck scattered pairwise bruck" | cut -d' ' -f$((i + 1)))
-        expect="allreduce=$ar reduce_scatter=$rs reduce_scatter_block=$rs alltoall=$aa"
-        # recursive_doubling allgather applies to powers of two only; elsewhere
-        # Loom hands it back (counted), so only check it where it applies.
-        if [ "$ag" != recursive_doubling ] || [ $((np & (np - 1))) -eq 0 ]; then expect="$expect allgather=$ag"; fi
-        run "$np" "forced $ar/$rs/$ag/$aa" "$expect" \
-            --mca coll_loom_allreduce_algorithm "$ar" --mca coll_loom_reduce_scatter_algorithm "$rs" \
-            --mca coll_loom_reduce_scatter_block_algorithm "$rs" --mca coll_loom_allgather_algorithm "$ag" \
-            --mca coll_loom_alltoall_algorithm "$aa"
-        i=$((i + 1))
-    done
+    # Every algorithm of every collective, forced by name (the node-aware
+    # ones on this one node too); as many runs as the longest list.
+    # (fd 3: mpirun would read up the rest of stdin)
+    rows >"$log.rows"
+    while read -r row <&3; do
+        run_forced "$np" "forced " "$row"
+    done 3<"$log.rows"
     # The point-to-point path alone, and both paths mixed (messages above
     # 100 bytes through the PML, below through the rings).
     run "$np" "shared memory off" "allreduce=recursive_doubling" --mca coll_loom_shared_memory 0
@@ -184,18 +219,16 @@ fi
 rm -rf "$cmp_dir"
 
 # Emulated nodes through the component: 4 ranks as 2 nodes and 5 ranks on
-# uneven, interleaved nodes, each node-aware algorithm forced; the stats must
-# show shared memory only within an emulated node.
+# uneven, interleaved nodes, each algorithm with restrictions (the
+# node-aware ones among them) forced; the stats must show shared memory
+# only within an emulated node.
 for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
     set -- $spec
     np=$1 topo=$2
-    run "$np" "topology $topo, hier_split/hierarchical/node_aggregation" \
-        "allreduce=hier_split reduce_scatter=hierarchical reduce_scatter_block=hierarchical allgather=hierarchical alltoall=node_aggregation" \
-        --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_split \
-        --mca coll_loom_reduce_scatter_algorithm hierarchical --mca coll_loom_reduce_scatter_block_algorithm hierarchical \
-        --mca coll_loom_allgather_algorithm hierarchical --mca coll_loom_alltoall_algorithm node_aggregation
-    run "$np" "topology $topo, hier_leader" "allreduce=hier_leader" \
-        --mca coll_loom_topology "$topo" --mca coll_loom_allreduce_algorithm hier_leader
+    rows 1 >"$log.rows"
+    while read -r row <&3; do
+        run_forced "$np" "topology $topo, " "$row" --mca coll_loom_topology "$topo"
+    done 3<"$log.rows"
     run "$np" "topology $topo, default selection" \
         "allreduce=hier_leader reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
         --mca coll_loom_topology "$topo"

@@ -15,17 +15,45 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMPI_MCA_mpi_yield_when_idle=1
 status=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The algorithms as libloom's API reports them ("collective name" lines):
+# test_mpi_collectives forces each of these, and loom-info and the man
+# pages must list each of them.
+if ! "$dir/test_mpi_collectives" --list-algorithms | LC_ALL=C sort >"$tmp/api" || [ ! -s "$tmp/api" ]; then
+    echo "FAIL: test_mpi_collectives --list-algorithms (loom_algorithm_info) gave no algorithms"
+    status=1
+fi
+: >"$tmp/forced"
+
+# collectives NP [VAR=VALUE...]: test_mpi_collectives on NP ranks with
+# those variables set on every rank; the algorithms it forced go to
+# $tmp/forced.
+collectives() {
+    np=$1
+    shift
+    xs=
+    for v; do xs="$xs -x ${v%%=*}"; done
+    env "$@" timeout 300 "$MPIEXEC" $xs --oversubscribe -np "$np" "$dir/test_mpi_collectives" >"$tmp/run.out" 2>&1
+    rc=$?
+    cat "$tmp/run.out"
+    sed -n 's/^test_mpi_collectives np=[0-9]* forced: //p' "$tmp/run.out" | tr ' ' '\n' | tr / ' ' >>"$tmp/forced"
+    return $rc
+}
+
 for np in 1 2 3 4 5; do
-    for t in test_mpi_collectives test_mpi_errors; do
-        if ! timeout 300 "$MPIEXEC" --oversubscribe -np "$np" "$dir/$t"; then
-            echo "FAIL: $t at np=$np"
-            status=1
-        fi
-    done
+    if ! collectives "$np"; then
+        echo "FAIL: test_mpi_collectives at np=$np"
+        status=1
+    fi
+    if ! timeout 300 "$MPIEXEC" --oversubscribe -np "$np" "$dir/test_mpi_errors"; then
+        echo "FAIL: test_mpi_errors at np=$np"
+        status=1
+    fi
 done
 # The MPI transport alone, without the shared-memory path.
 for np in 2 3; do
-    if ! LOOM_SHARED_MEMORY=0 timeout 300 "$MPIEXEC" -x LOOM_SHARED_MEMORY --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+    if ! collectives "$np" LOOM_SHARED_MEMORY=0; then
         echo "FAIL: test_mpi_collectives at np=$np with LOOM_SHARED_MEMORY=0"
         status=1
     fi
@@ -33,22 +61,123 @@ done
 # Shared-memory messages of 64 bytes or more read by single copy
 # (process_vm_readv) between the processes.
 for np in 2 3 5; do
-    if ! LOOM_SINGLE_COPY=2 LOOM_SINGLE_COPY_MIN_BYTES=64 timeout 300 "$MPIEXEC" -x LOOM_SINGLE_COPY \
-        -x LOOM_SINGLE_COPY_MIN_BYTES --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+    if ! collectives "$np" LOOM_SINGLE_COPY=2 LOOM_SINGLE_COPY_MIN_BYTES=64; then
         echo "FAIL: test_mpi_collectives at np=$np with LOOM_SINGLE_COPY=2"
         status=1
     fi
 done
 # Emulated nodes: 4 ranks as 2 nodes, and 5 ranks on uneven nodes whose
-# ranks are not consecutive; every node-aware algorithm is forced in turn.
+# ranks are not consecutive; every algorithm is forced in turn, the
+# node-aware ones across nodes.
 for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
     np=${spec%% *}
     topo=${spec#* }
-    if ! LOOM_TOPOLOGY="$topo" timeout 300 "$MPIEXEC" -x LOOM_TOPOLOGY --oversubscribe -np "$np" "$dir/test_mpi_collectives"; then
+    if ! collectives "$np" LOOM_TOPOLOGY="$topo"; then
         echo "FAIL: test_mpi_collectives at np=$np with LOOM_TOPOLOGY=$topo"
         status=1
     fi
 done
+# test_mpi_collectives leaves out only algorithms whose restrictions
+# exclude its communicator; each must have run somewhere above.
+never=$(LC_ALL=C sort -u "$tmp/forced" | LC_ALL=C comm -23 "$tmp/api" -)
+if [ -s "$tmp/api" ] && [ -z "$never" ]; then
+    echo "PASS: every algorithm the API reports ($(wc -l <"$tmp/api")) was forced in some run"
+else
+    echo "FAIL: algorithms never forced by test_mpi_collectives:" $never
+    status=1
+fi
+
+# list_check INFO_OUTPUT MANPAGE...: a FAIL line for each algorithm of the
+# API that `loom-info -a` output or a man page's ALGORITHMS section does not
+# list under its collective, and for each name they list that the API does
+# not report; no output when all agree.
+info_algorithms() {
+    awk '/^[a-z_]+:$/ { c = substr($0, 1, length($0) - 1); next }
+        c != "" && /^  [a-z_]/ { print c, $1 }' "$1"
+}
+# The section is ".TP", ".B collective", then its names, separated by
+# commas, remarks in parentheses.
+man_algorithms() {
+    awk '/^\.SH / { in_section = ($0 ~ /^\.SH "?ALGORITHMS"?$/); c = ""; tag = 0; next }
+        !in_section { next }
+        /^\.TP/ { tag = 1; c = ""; next }
+        tag && /^\.B / { c = $2; gsub(/"/, "", c); tag = 0; next }
+        /^\./ { c = ""; tag = 0; next }
+        c != "" {
+            line = $0
+            gsub(/\([^)]*\)/, "", line)
+            n = split(line, w, ",")
+            for (i = 1; i <= n; ++i) {
+                gsub(/^[ \t]+|[ \t]+$/, "", w[i])
+                if (w[i] != "") print c, w[i]
+            }
+        }' "$1"
+}
+compare_lists() {
+    LC_ALL=C sort -u >"$tmp/listed"
+    LC_ALL=C comm -23 "$tmp/api" "$tmp/listed" | while read -r c a; do echo "FAIL: $1 does not list $a under $c"; done
+    LC_ALL=C comm -13 "$tmp/api" "$tmp/listed" | while read -r c a; do
+        echo "FAIL: $1 lists $a under $c, which the API does not report"
+    done
+}
+list_check() {
+    info_algorithms "$1" | compare_lists "loom-info -a"
+    shift
+    for page; do man_algorithms "$page" | compare_lists "$(basename "$page")"; done
+}
+# coll_loom(7) lists the algorithms; so must any other page with an
+# ALGORITHMS section.
+mandir="$(dirname "$0")/../../man"
+pages="$mandir/coll_loom.7"
+for page in "$mandir"/*.[1-9]; do
+    case $page in */coll_loom.7) continue ;; esac
+    grep -q '^\.SH "\{0,1\}ALGORITHMS' "$page" && pages="$pages $page"
+done
+if ! "${top_builddir:-.}/src/loom-info" -a >"$tmp/info"; then
+    echo "FAIL: loom-info -a"
+    status=1
+fi
+missing=$(list_check "$tmp/info" $pages)
+if [ -s "$tmp/api" ] && [ -z "$missing" ]; then
+    echo "PASS: loom-info -a and the man pages ($(echo $pages | wc -w)) list the $(wc -l <"$tmp/api") algorithms the API reports"
+else
+    echo "$missing"
+    status=1
+fi
+# The check itself: with one name left out of copies of loom-info's output
+# and coll_loom(7), and an unknown one added, it must name all three.
+set -- $(sed -n 1p "$tmp/api") $(sed -n '$p' "$tmp/api")
+awk -v c="$1" -v a="$2" '/^[a-z_]+:$/ { cur = substr($0, 1, length($0) - 1) }
+    !(cur == c && $1 == a && /^  [a-z_]/) { print }' "$tmp/info" >"$tmp/info.cut"
+awk -v c="$3" -v a="$4" -v extra="$1" '/^\.SH / { in_section = ($0 ~ /ALGORITHMS/) }
+    !in_section { print; next }
+    /^\.TP/ { tag = 1; print; next }
+    tag && /^\.B / { cur = $2; tag = 0; print; next }
+    /^\./ { cur = ""; print; next }
+    cur == c || cur == extra {
+        n = split($0, w, ",")
+        line = ""
+        for (i = 1; i <= n; ++i) {
+            name = w[i]
+            gsub(/\([^)]*\)|[ \t]/, "", name)
+            if (cur == c && name == a) continue
+            line = line (line == "" ? "" : ",") w[i]
+        }
+        if (cur == extra && !added) { line = "no_such_algorithm, " line; added = 1 }
+        print line
+        next
+    }
+    { print }' "$mandir/coll_loom.7" >"$tmp/coll_loom.7"
+caught=$(list_check "$tmp/info.cut" "$tmp/coll_loom.7")
+if echo "$caught" | grep -qx "FAIL: loom-info -a does not list $2 under $1" &&
+    echo "$caught" | grep -qx "FAIL: coll_loom.7 does not list $4 under $3" &&
+    echo "$caught" | grep -qx "FAIL: coll_loom.7 lists no_such_algorithm under $1, which the API does not report"; then
+    echo "PASS: the list check catches a name missing from loom-info or a man page, and an unknown one"
+else
+    echo "FAIL: the list check missed a name removed from (or added to) copies of loom-info's output and coll_loom.7:"
+    echo "$caught" | sed 's/^/  /'
+    status=1
+fi
 # loom-info --topology under mpirun reports the emulated nodes as every rank sees them.
 out=$(LOOM_TOPOLOGY="0,1,1,0;rails=2" timeout 120 "$MPIEXEC" -x LOOM_TOPOLOGY --oversubscribe -np 4 \
     "${top_builddir:-.}/src/loom-info" --topology 2>&1)
@@ -64,7 +193,6 @@ fi
 # through libloom's API, validated (-c exits 1 on a wrong result); the CSV
 # and JSON files must hold a row per size.
 bench="${top_builddir:-.}/perf/loom-bench"
-tmp=$(mktemp -d)
 for api in mpi loom; do
     for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall \
         iallreduce ireduce_scatter ireduce_scatter_block iallgather ialltoall; do

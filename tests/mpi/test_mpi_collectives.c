@@ -1,4 +1,4 @@
-/* Integration test: every algorithm of every collective through the C API
+/* Integration test: every algorithm loom_algorithm_info reports, through the C API
  * under mpirun, blocking and nonblocking, in place and out of place, several
  * datatypes and counts (some above the MPI eager limit), checked against
  * values each rank computes on its own. Exits nonzero on any mismatch. */
@@ -27,24 +27,50 @@ static int rank, size, failures;
         CHECK(rc_ == LOOM_SUCCESS, "%s -> %s: %s", #call, loom_strerror(rc_), loom_last_error()); \
     } while (0)
 
-static const char *algorithms[][7] = {
-    /* allreduce */ {"recursive_doubling", "ring", "rabenseifner", "recursive_multiplying", "direct", "hier_split",
-                     "hier_leader"},
-    /* reduce_scatter */ {"ring", "recursive_halving", "pairwise", "hierarchical", NULL},
-    /* reduce_scatter_block */ {"ring", "recursive_halving", "pairwise", "hierarchical", NULL},
-    /* allgather */ {"ring", "recursive_doubling", "bruck", "direct", "hierarchical", NULL},
-    /* alltoall */ {"pairwise", "bruck", "scattered", "node_aggregation", NULL},
-};
-/* Node-aware algorithms need more than one node (LOOM_TOPOLOGY emulates them). */
-static int node_aware(const char *name) {
-    return !strcmp(name, "hier_split") || !strcmp(name, "hier_leader") || !strcmp(name, "hierarchical") ||
-           !strcmp(name, "node_aggregation");
-}
-static const char *params[] = {"allreduce_algorithm", "reduce_scatter_algorithm", "reduce_scatter_block_algorithm",
-                               "allgather_algorithm", "alltoall_algorithm"};
+/* The collectives this test knows how to check; the algorithms come from
+ * loom_algorithm_info, so a new one is tested without touching this file. */
 static const char *collectives[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
+enum { NCOLL = sizeof(collectives) / sizeof(collectives[0]) };
 
-static int is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+static int collective_index(const char *name) {
+    for (int c = 0; c < NCOLL; ++c)
+        if (!strcmp(collectives[c], name)) return c;
+    return -1;
+}
+
+/* --list-algorithms: "collective name" per line from the API, for the
+ * scripts' checks of loom-info and the man pages (no MPI needed). */
+static int list_algorithms(void) {
+    const int n = loom_algorithm_count();
+    for (int i = 0; i < n; ++i) {
+        loom_algorithm_info_t info;
+        if (loom_algorithm_info(i, &info) != LOOM_SUCCESS) {
+            fprintf(stderr, "loom_algorithm_info(%d): %s\n", i, loom_last_error());
+            return 1;
+        }
+        printf("%s %s\n", info.collective, info.name);
+    }
+    return n > 0 ? 0 : 1;
+}
+
+/* Whether the forced algorithm can run this collective on this
+ * communicator: loom_comm_prepare fails exactly as the call would. */
+static int applies(loom_comm_t comm, const char *collective, const char *name, char *why, size_t why_size) {
+    int64_t *counts = malloc(sizeof(int64_t) * (size_t)size);
+    for (int r = 0; r < size; ++r) counts[r] = r + 1;
+    const char *chosen = NULL;
+    int rc = loom_comm_prepare(comm, collective, size + 1, counts, LOOM_INT, 0, &chosen);
+    free(counts);
+    if (rc == LOOM_ERR_ALGORITHM_NOT_APPLICABLE) {
+        snprintf(why, why_size, "%s", loom_last_error());
+        return 0;
+    }
+    CHECK(rc == LOOM_SUCCESS, "loom_comm_prepare(%s) with %s forced -> %s: %s", collective, name, loom_strerror(rc),
+          loom_last_error());
+    CHECK(rc != LOOM_SUCCESS || (chosen && !strcmp(chosen, name)), "%s prepared %s, not the forced %s", collective,
+          chosen ? chosen : "(none)", name);
+    return 1;
+}
 
 /* Waits either way: blocking call, or nonblocking + test loop + wait. */
 static int finish(int rc, loom_request_t *req, int nonblocking) {
@@ -173,6 +199,7 @@ static void run_gather_like(loom_comm_t comm, int64_t count, int in_place, int n
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--list-algorithms")) return list_algorithms();
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -180,42 +207,66 @@ int main(int argc, char **argv) {
     LOOM_OK(loom_comm_create(MPI_COMM_WORLD, &comm));
     /* With LOOM_TOPOLOGY the ranks are spread over emulated nodes. */
     const char *topology = getenv("LOOM_TOPOLOGY");
-    int *labels = calloc((size_t)size, sizeof(int)), rails = 1, nodes = 1, my_node_ranks = size;
+    int *labels = calloc((size_t)size, sizeof(int)), rails = 1, my_node_ranks = size;
     if (topology && *topology) {
         LOOM_OK(loom_topology_parse(topology, size, labels, &rails));
         my_node_ranks = 0;
-        for (int r = 0; r < size; ++r) {
-            my_node_ranks += labels[r] == labels[rank];
-            int first = 1;
-            for (int q = 0; q < r; ++q) first &= labels[q] != labels[r];
-            nodes += first && r > 0;
-        }
+        for (int r = 0; r < size; ++r) my_node_ranks += labels[r] == labels[rank];
         const char *text = NULL;
         LOOM_OK(loom_comm_describe_nodes(comm, &text));
         if (rank == 0) printf("test_mpi_collectives: %s\n", text);
     }
     const int64_t counts[] = {0, 1, size > 1 ? size - 1 : 2, size + 1, 1001, 70001};
     int ran = 0;
-    for (int c = 0; c < 5; ++c) {
-        for (int a = 0; a < 7 && algorithms[c][a]; ++a) {
-            const char *name = algorithms[c][a];
-            if (node_aware(name) && nodes < 2) continue;
-            if (c == 3 && !strcmp(name, "recursive_doubling") && !is_pow2(size)) continue; /* restricted */
-            LOOM_OK(loom_comm_set_param(comm, params[c], name));
-            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k)
-                for (int in_place = 0; in_place < 2; ++in_place)
-                    for (int nb = 0; nb < 2; ++nb) {
-                        if (c == 0) run_allreduce(comm, counts[k], in_place, nb);
-                        else if (c == 1 || c == 2) run_reduce_scatter(comm, counts[k], in_place, nb, c == 2);
-                        else run_gather_like(comm, counts[k] > 20000 ? counts[k] / size : counts[k], in_place, nb, c == 4);
-                        ++ran;
-                    }
-            const char *used = NULL;
-            LOOM_OK(loom_comm_last_algorithm(comm, collectives[c], &used));
-            CHECK(used && !strcmp(used, name), "%s ran %s, not the forced %s", collectives[c], used ? used : "(none)", name);
-            LOOM_OK(loom_comm_set_param(comm, params[c], "auto"));
+    /* Every algorithm the registry has, forced in turn. Only one with
+     * restrictions may be left out, where loom_comm_prepare says it cannot
+     * run (recursive_doubling allgather on 3 ranks); the scripts check that
+     * each one was forced in some run. */
+    const int nalgorithms = loom_algorithm_count();
+    int nforced = 0;
+    size_t forced_size = 64 * (size_t)nalgorithms + 1, skipped_size = 512 * (size_t)nalgorithms + 1;
+    char *forced = calloc(forced_size, 1), *skipped = calloc(skipped_size, 1);
+    for (int i = 0; i < nalgorithms; ++i) {
+        loom_algorithm_info_t algo;
+        LOOM_OK(loom_algorithm_info(i, &algo));
+        const char *name = algo.name;
+        const int c = collective_index(algo.collective);
+        CHECK(c >= 0, "the API reports collective '%s' (algorithm %s), which this test does not know", algo.collective,
+              name);
+        if (c < 0) continue;
+        char param[64], why[400] = "";
+        snprintf(param, sizeof param, "%s_algorithm", algo.collective);
+        LOOM_OK(loom_comm_set_param(comm, param, name));
+        if (!applies(comm, algo.collective, name, why, sizeof why)) {
+            CHECK(strncmp(algo.restrictions, "none", 4) != 0, "%s %s has restrictions \"%s\" but cannot run: %s",
+                  algo.collective, name, algo.restrictions, why);
+            snprintf(skipped + strlen(skipped), skipped_size - strlen(skipped), "%s%s/%s (%s)", *skipped ? "; " : "",
+                     algo.collective, name, why);
+            LOOM_OK(loom_comm_set_param(comm, param, "auto"));
+            continue;
         }
+        ++nforced;
+        snprintf(forced + strlen(forced), forced_size - strlen(forced), "%s%s/%s", *forced ? " " : "", algo.collective,
+                 name);
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k)
+            for (int in_place = 0; in_place < 2; ++in_place)
+                for (int nb = 0; nb < 2; ++nb) {
+                    if (c == 0) run_allreduce(comm, counts[k], in_place, nb);
+                    else if (c == 1 || c == 2) run_reduce_scatter(comm, counts[k], in_place, nb, c == 2);
+                    else run_gather_like(comm, counts[k] > 20000 ? counts[k] / size : counts[k], in_place, nb, c == 4);
+                    ++ran;
+                }
+        const char *used = NULL;
+        LOOM_OK(loom_comm_last_algorithm(comm, collectives[c], &used));
+        CHECK(used && !strcmp(used, name), "%s ran %s, not the forced %s", collectives[c], used ? used : "(none)",
+              name);
+        LOOM_OK(loom_comm_set_param(comm, param, "auto"));
     }
+    if (rank == 0) {
+        printf("test_mpi_collectives np=%d forced: %s\n", size, forced);
+        if (*skipped) printf("test_mpi_collectives np=%d not applicable here: %s\n", size, skipped);
+    }
+    free(forced), free(skipped);
     /* Default selection over a sweep of sizes. */
     for (int64_t count = 1; count <= (1 << 18); count *= 8) {
         run_allreduce(comm, count, 0, 0);
@@ -248,7 +299,9 @@ int main(int argc, char **argv) {
     LOOM_OK(loom_comm_free(&comm));
     int total_failures = 0;
     MPI_Allreduce(&failures, &total_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("test_mpi_collectives np=%d: %d cases per rank, %d failures\n", size, ran, total_failures);
+    if (rank == 0)
+        printf("test_mpi_collectives np=%d: %d of %d algorithms forced, %d cases per rank, %d failures\n", size,
+               nforced, nalgorithms, ran, total_failures);
     MPI_Finalize();
     return total_failures ? 1 : 0;
 }

@@ -74,8 +74,33 @@ int main(int argc, char **argv) {
            "count just past 2^60 bytes");
     expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "bogus",
            "set unknown algorithm");
-    expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "rabenseifner",
-           "error lists the known algorithms");
+    /* The registry through the API: an index out of range names the valid
+     * range; every entry is complete, its collective one the calls take,
+     * and an unknown name's error lists it among its collective's. */
+    loom_algorithm_info_t algo;
+    const int nalgorithms = loom_algorithm_count();
+    char range[64], param[64], what[128];
+    snprintf(range, sizeof range, "[0, %d)", nalgorithms);
+    expect(loom_algorithm_info(-1, &algo), LOOM_ERR_INVALID_ARGUMENT, range, "algorithm index -1");
+    expect(loom_algorithm_info(nalgorithms, &algo), LOOM_ERR_INVALID_ARGUMENT, range, "algorithm index past the end");
+    expect(loom_algorithm_info(0, NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "algorithm info NULL");
+    for (int i = 0; i < nalgorithms; ++i) {
+        const char *used = NULL;
+        snprintf(what, sizeof what, "loom_algorithm_info(%d)", i);
+        memset(&algo, 0, sizeof algo);
+        expect(loom_algorithm_info(i, &algo), LOOM_SUCCESS, NULL, what);
+        ++cases;
+        if (!algo.name || !*algo.name || !algo.collective || !algo.description || !*algo.description ||
+            !algo.restrictions || !*algo.restrictions || loom_comm_last_algorithm(comm, algo.collective, &used)) {
+            ++failures;
+            fprintf(stderr, "[rank %d] FAIL: %s gave an empty field or an unknown collective '%s': %s\n", rank, what,
+                    algo.collective ? algo.collective : "(null)", loom_last_error());
+            continue;
+        }
+        snprintf(param, sizeof param, "%s_algorithm", algo.collective);
+        snprintf(what, sizeof what, "error for an unknown %s lists %s", param, algo.name);
+        expect(loom_comm_set_param(comm, param, "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, algo.name, what);
+    }
     expect(loom_comm_set_param(comm, "no_such_param", "1"), LOOM_ERR_UNKNOWN_PARAMETER, "no_such_param",
            "unknown parameter");
     expect(loom_comm_set_param(comm, "segment_size", "-3"), LOOM_ERR_INVALID_PARAMETER_VALUE, "segment_size",
