@@ -46,17 +46,14 @@ const std::vector<ParamSpec> &param_table() {
         {kParamAlltoallShmMaxBytes, "alltoall_shm_max_bytes", ParamType::size, "256KiB", 5,
          "Largest alltoall block sent through the shared-memory rings; a block above shm_max_bytes goes in pieces of "
          "that size while it fits a whole ring (256 KiB with up to 16 ranks per node). Larger blocks use the "
-         "point-to-point transport. Lower it when Open MPI's single-copy (CMA) transfers run on the same "
-         "buffers between Loom's alltoalls: alternating with them, ring copies of 16-128 KiB blocks were measured "
-         "up to 2.7x slower",
+         "point-to-point transport",
          0, 1LL << 30, Collective::alltoall},
         {kParamSingleCopy, "single_copy", ParamType::integer, "1", 5,
-         "How shared-memory messages of at least single_copy_min_bytes are handed over. 0: through the rings (the "
-         "sender copies into a ring, the receiver out of it); 1: for each call shape (cached plan), whichever of the "
-         "rings and single copy (the receiver reads the send buffer from the sender's memory, CMA "
-         "process_vm_readv) the timed blocking calls of the node's first rank show faster, trying the other in 3 "
-         "calls of 64; 2: always by single copy. Never between processes that may not read each other's memory "
-         "(ptrace rules). Read when the communicator is created",
+         "How shared-memory messages of at least single_copy_min_bytes are handed over: 0 through the rings (copied "
+         "in and out); 1 per call shape (cached plan), the faster of the rings and single copy (the receiver reads "
+         "the send buffer with CMA process_vm_readv) as timed by the node's first rank; 2 always single copy. "
+         "Processes that may not read each other's memory (ptrace rules) keep the rings. Read when the communicator "
+         "is created",
          0, 2, Collective::allreduce},
         {kParamSingleCopyMinBytes, "single_copy_min_bytes", ParamType::size, "16KiB", 5,
          "Smallest shared-memory message that single_copy applies to (smaller ones always go through the rings). "
