@@ -79,6 +79,7 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
     if (!mca_coll_loom_component.stats) return;
     printf("coll/loom stats (rank 0):\n");
     loom_transport_info_t t;
+    t.version = LOOM_TRANSPORT_INFO_VERSION;
     if (world && loom_comm_transport_info(world, &t) == LOOM_SUCCESS) {
         if (!strcmp(t.name, "shared_memory"))
             printf("  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends, %llu by "
@@ -87,6 +88,15 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
                    (unsigned long long)t.point_to_point_sends);
         else
             printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
+        /* Every transport in the order messages try them, per lane. */
+        for (int i = 0; i < t.transports; ++i) {
+            const loom_transport_counters_t *c = &t.transport[i];
+            for (int l = 0; l < c->lanes; ++l)
+                printf("    %-14s lane %d: sent %llu messages, %llu bytes; received %llu messages, %llu bytes\n",
+                       c->name, l, (unsigned long long)c->lane[l].sent_messages,
+                       (unsigned long long)c->lane[l].sent_bytes, (unsigned long long)c->lane[l].received_messages,
+                       (unsigned long long)c->lane[l].received_bytes);
+        }
     }
     printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks", "algorithms / fallback reasons");
     for (int c = 0; c < COLL_LOOM_NCOLLECTIVES; ++c) {

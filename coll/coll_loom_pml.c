@@ -20,7 +20,9 @@
 
 static int pml_tag(uint32_t tag) { return LOOM_TAG_FIRST - (int)tag; }
 
-static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
+/* One lane: the PML stripes over its own BTLs. */
+static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle) {
+    (void)lane;
     ompi_request_t *req = NULL;
     int rc = MCA_PML_CALL(isend(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), MCA_PML_BASE_SEND_STANDARD,
                                 (ompi_communicator_t *)context, &req));
@@ -28,7 +30,8 @@ static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uin
     return rc;
 }
 
-static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t tag, void **handle) {
+static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle) {
+    (void)lane;
     ompi_request_t *req = NULL;
     int rc = MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), (ompi_communicator_t *)context, &req));
     *handle = req;
@@ -68,6 +71,8 @@ static int pml_test_many(void *context, void *const *handles, size_t n, unsigned
 
 int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) {
     loom_transport_t t;
+    t.version = LOOM_TRANSPORT_VERSION;
+    t.name = "pml";
     t.context = comm;
     t.rank = ompi_comm_rank(comm);
     t.size = ompi_comm_size(comm);

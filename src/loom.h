@@ -97,12 +97,17 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
  * progress engine once (Loom calls it so when it polls shared memory and
  * has nothing else to wait for). Messages between a pair with one tag must
  * match in posting order (MPI's rule). */
+#define LOOM_TRANSPORT_VERSION 2 /* version 2: version and name fields; isend and irecv take a lane */
 typedef struct loom_transport {
+    int version;      /* LOOM_TRANSPORT_VERSION; any other value is refused with the reason */
+    const char *name; /* what counters call it ("pml"; kept, not copied); NULL: "external" */
     void *context;
     int rank, size;
     uint32_t max_tag;
-    int (*isend)(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, void **handle);
-    int (*irecv)(void *context, void *buf, size_t bytes, int peer, uint32_t tag, void **handle);
+    /* `lane` is the rail or channel the plan put the message on (0 when it
+     * has one); both sides of a message see the same lane. */
+    int (*isend)(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
+    int (*irecv)(void *context, void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
     int (*test_many)(void *context, void *const *handles, size_t n, unsigned char *done);
 } loom_transport_t;
 /* Creates a communicator over `transport` (copied; its context must outlive
@@ -144,18 +149,38 @@ int loom_comm_node_info(loom_comm_t comm, int *node, int *nodes, int *local, int
 /* The node map as text ("2 nodes: [0 2] [1 3]"); valid until the next call. */
 int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
 
-/* What carries a communicator's messages: `name` is "shared_memory" when the
- * intra-node path is attached (over a point-to-point transport), else that
- * transport's ("mpi", "external"). With shared memory, `node_ranks` is the
- * number of ranks sharing it (this one included) and the two counters the
- * sends each path has carried; otherwise 1, 0 and 0. single_copy_sends:
- * of the shared-memory sends, those the receiver read straight from this
- * process's memory (the single_copy parameter). */
+/* What carries a communicator's messages. The caller sets `version` to
+ * LOOM_TRANSPORT_INFO_VERSION (any other value is refused with the reason).
+ * `name` is "shared_memory" when the intra-node path is attached, else the
+ * transport that carries everything ("mpi", or a loom_transport_t's name). With shared memory,
+ * `node_ranks` is the number of ranks sharing it (this one included) and the
+ * two counters the sends each path has carried; otherwise 1, 0 and 0.
+ * single_copy_sends: of the shared-memory sends, those the receiver read
+ * straight from this process's memory (the single_copy parameter).
+ * `transports` lists every transport of the communicator in the order a
+ * message tries them, each with its messages and bytes per lane and its own
+ * counts; the arrays stay valid until the next call for this communicator. */
+#define LOOM_TRANSPORT_INFO_VERSION 2 /* version 2: the version field and the per-transport counters */
+typedef struct loom_lane_counters {
+    uint64_t sent_messages, sent_bytes;
+    uint64_t received_messages, received_bytes;
+} loom_lane_counters_t;
+typedef struct loom_transport_counters {
+    const char *name;
+    int lanes;                        /* at least 1 */
+    const loom_lane_counters_t *lane; /* by lane */
+    int extras;                       /* the transport's own counts ("single_copy_sends", ...) */
+    const char *const *extra_name;
+    const uint64_t *extra_value;
+} loom_transport_counters_t;
 typedef struct loom_transport_info {
+    int version;
     const char *name;
     int node_ranks;
     uint64_t shared_memory_sends, point_to_point_sends;
     uint64_t single_copy_sends;
+    int transports;
+    const loom_transport_counters_t *transport;
 } loom_transport_info_t;
 int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info);
 

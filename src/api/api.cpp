@@ -15,6 +15,14 @@
 
 struct loom_comm {
     std::unique_ptr<loom::Communicator> impl;
+    // What loom_comm_transport_info last handed out (its arrays point here).
+    struct TransportReport {
+        std::vector<loom::TransportCounters> counters;
+        std::vector<loom_transport_counters_t> transports;
+        std::vector<std::vector<loom_lane_counters_t>> lanes;
+        std::vector<std::vector<const char *>> extra_names;
+        std::vector<std::vector<uint64_t>> extra_values;
+    } report;
 };
 struct loom_shm_inbox {
     loom::SharedMemoryNode node;
@@ -385,9 +393,36 @@ int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
 int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");
+    if (info->version != LOOM_TRANSPORT_INFO_VERSION)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info->version is " +
+                                                   std::to_string(info->version) + ": set it to LOOM_TRANSPORT_INFO_VERSION (" +
+                                                   std::to_string(LOOM_TRANSPORT_INFO_VERSION) + ")");
     const Router &router = comm->impl->transport();
-    std::vector<TransportCounters> report;
+    auto &held = comm->report;
+    std::vector<TransportCounters> &report = held.counters;
     router.report(&report);
+    const size_t n = report.size();
+    held.transports.assign(n, loom_transport_counters_t{});
+    held.lanes.assign(n, {});
+    held.extra_names.assign(n, {});
+    held.extra_values.assign(n, {});
+    for (size_t i = 0; i < n; ++i) {
+        for (const LaneCounters &l : report[i].lanes)
+            held.lanes[i].push_back({l.sent_messages, l.sent_bytes, l.received_messages, l.received_bytes});
+        for (const auto &e : report[i].extra) {
+            held.extra_names[i].push_back(e.first.c_str());
+            held.extra_values[i].push_back(e.second);
+        }
+        loom_transport_counters_t &t = held.transports[i];
+        t.name = report[i].name.c_str();
+        t.lanes = static_cast<int>(held.lanes[i].size());
+        t.lane = held.lanes[i].data();
+        t.extras = static_cast<int>(held.extra_names[i].size());
+        t.extra_name = held.extra_names[i].data();
+        t.extra_value = held.extra_values[i].data();
+    }
+    info->transports = static_cast<int>(n);
+    info->transport = held.transports.data();
     const TransportCounters *shm = find_counters(report, "shared_memory");
     info->name = shm ? "shared_memory" : router.fallback().name();
     info->node_ranks = shm ? static_cast<int>(extra_counter(*shm, "node_ranks")) : 1;

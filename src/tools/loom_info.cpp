@@ -118,16 +118,21 @@ int print_topology(int argc, char **argv) {
     int node = 0, nodes = 1, local = 0, local_count = 1, rails = 1;
     loom_comm_node_info(lc, &node, &nodes, &local, &local_count, &rails);
     loom_transport_info_t t;
+    t.version = LOOM_TRANSPORT_INFO_VERSION;
     loom_comm_transport_info(lc, &t);
+    std::string transports;  // in the order a message tries them
+    for (int i = 0; i < t.transports; ++i) transports += std::string(i ? " > " : "") + t.transport[i].name;
     MachineView view;
     const bool have_machine = discover_machine(&view) == LOOM_SUCCESS;
     const int nic = have_machine ? assign_rail(view, local, local_count) : -1;
     char host[256] = "?";
     gethostname(host, sizeof host);
     char line[512];
-    std::snprintf(line, sizeof line, "rank %d: host %s, node %d of %d, local rank %d of %d, %s among %d, lane %d of %d, NIC %s",
+    std::snprintf(line, sizeof line,
+                  "rank %d: host %s, node %d of %d, local rank %d of %d, %s among %d, lane %d of %d, NIC %s, "
+                  "transports %s",
                   rank, host, node, nodes, local, local_count, t.name, t.node_ranks, local % rails, rails,
-                  nic >= 0 ? view.nics[nic].name.c_str() : "(none)");
+                  nic >= 0 ? view.nics[nic].name.c_str() : "(none)", transports.c_str());
     std::vector<char> all(rank == 0 ? sizeof line * size : 1);
     MPI_Gather(line, sizeof line, MPI_CHAR, all.data(), sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
     // One machine description per node: from its first local rank.

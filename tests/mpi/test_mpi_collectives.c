@@ -278,7 +278,26 @@ int main(int argc, char **argv) {
     /* One machine: with shared memory on (the default), every rank shares
      * it with all the others, and both paths carried messages. */
     loom_transport_info_t info;
+    info.version = LOOM_TRANSPORT_INFO_VERSION;
     LOOM_OK(loom_comm_transport_info(comm, &info));
+    /* The per-transport counters add up to the summary: shared memory first
+     * when attached, the transport that carries the rest last. */
+    uint64_t per_transport_sends[2] = {0, 0};
+    for (int i = 0; i < info.transports; ++i)
+        for (int l = 0; l < info.transport[i].lanes; ++l)
+            per_transport_sends[i == info.transports - 1] += info.transport[i].lane[l].sent_messages;
+    if (!strcmp(info.name, "shared_memory"))
+        CHECK(info.transports == 2 && !strcmp(info.transport[0].name, "shared_memory") &&
+                  per_transport_sends[0] == info.shared_memory_sends &&
+                  per_transport_sends[1] == info.point_to_point_sends,
+              "per-transport counters (%d transports, %llu + %llu sends) disagree with the summary (%llu + %llu)",
+              info.transports, (unsigned long long)per_transport_sends[0],
+              (unsigned long long)per_transport_sends[1], (unsigned long long)info.shared_memory_sends,
+              (unsigned long long)info.point_to_point_sends);
+    else
+        CHECK(info.transports == 1 && !strcmp(info.transport[0].name, info.name),
+              "%d transports, the first %s; want %s alone", info.transports, info.transports ? info.transport[0].name : "-",
+              info.name);
     const char *shm_env = getenv("LOOM_SHARED_MEMORY");
     if (my_node_ranks > 1 && !(shm_env && !strcmp(shm_env, "0"))) {
         CHECK(!strcmp(info.name, "shared_memory") && info.node_ranks == my_node_ranks &&

@@ -41,6 +41,13 @@ int main(int argc, char **argv) {
 
     expect(loom_allreduce(NULL, out, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "sendbuf", "null sendbuf");
     expect(loom_allreduce(buf, NULL, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "recvbuf", "null recvbuf");
+    /* A transport info of the first layout (no version) is refused, naming the fix. */
+    loom_transport_info_t info;
+    memset(&info, 0, sizeof info);
+    expect(loom_comm_transport_info(comm, &info), LOOM_ERR_INVALID_ARGUMENT, "LOOM_TRANSPORT_INFO_VERSION",
+           "transport info without a version");
+    info.version = LOOM_TRANSPORT_INFO_VERSION;
+    expect(loom_comm_transport_info(comm, &info), LOOM_SUCCESS, NULL, "transport info of this version");
     expect(loom_allreduce(buf, buf, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "LOOM_IN_PLACE",
            "aliased buffers without in-place");
     expect(loom_allreduce(buf, out, -1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "negative", "negative count");

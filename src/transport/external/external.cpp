@@ -15,20 +15,21 @@ class ExternalTransport final : public Transport {
     explicit ExternalTransport(const loom_transport_t &ops) : ops_(ops) {}
     int rank() const override { return ops_.rank; }
     int size() const override { return ops_.size; }
-    const char *name() const override { return "external"; }
+    const char *name() const override { return ops_.name ? ops_.name : "external"; }
     uint32_t max_tag() const override { return ops_.max_tag; }
     // The caller's progress engine decides about yielding.
     bool oversubscribed() const override { return false; }
 
-    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &,
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override {
         void *handle = nullptr;
-        const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, &handle);
+        const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
         return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
     }
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &, TransportHandle *h) override {
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override {
         void *handle = nullptr;
-        const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, &handle);
+        const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
         return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
     }
     bool drives_progress_engine() const override { return true; }
@@ -61,6 +62,10 @@ class ExternalTransport final : public Transport {
 }  // namespace
 
 Status make_external_transport(const loom_transport_t &ops, std::unique_ptr<Transport> *out) {
+    if (ops.version != LOOM_TRANSPORT_VERSION)
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "loom_transport_t.version is " + std::to_string(ops.version) + ": set it to LOOM_TRANSPORT_VERSION (" +
+                        std::to_string(LOOM_TRANSPORT_VERSION) + "); since version 2 isend and irecv take a lane");
     if (!ops.isend || !ops.irecv || !ops.test_many)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t needs isend, irecv and test_many");
     if (ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size)
