@@ -1,6 +1,7 @@
 #include "algorithms/phases.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace loom {
@@ -37,6 +38,12 @@ size_t elements_in(const std::vector<Run> &runs) {
 }
 
 bool same_slice(const Slice &x, const Slice &y) { return x.buffer == y.buffer && x.offset == y.offset; }
+
+size_t largest_of(const BlockLayout &blocks) {
+    size_t largest = 0;
+    for (size_t blk = 0; blk < blocks.blocks(); ++blk) largest = std::max(largest, blocks.count(blk));
+    return largest;
+}
 
 }  // namespace
 
@@ -145,6 +152,64 @@ void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, S
     b.copy(result, work.sub(blocks.offset(rank), blocks.count(rank)));
 }
 
+Ring::Ring(const CollArgs &a, int r, BlockLayout layout, size_t owned_block)
+    : nranks(a.nranks), left((r + a.nranks - 1) % a.nranks), right((r + 1) % a.nranks),
+      blocks(std::move(layout)), owned(owned_block), largest_block(largest_of(blocks)),
+      segment(std::max<size_t>(1, a.segment_bytes ? a.segment_bytes / a.elem_size : largest_block)) {}
+
+size_t Ring::block_before_owned(int back) const {
+    const long long p = nranks, i = (static_cast<long long>(owned) - back) % p;
+    return static_cast<size_t>(i < 0 ? i + p : i);
+}
+
+size_t Ring::segment_count(size_t block, size_t offset) const {
+    return offset < blocks.count(block) ? std::min(segment, blocks.count(block) - offset) : size_t{0};
+}
+
+void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials,
+                         ProgramBuilder &b) {
+    if (ring.nranks == 1) return;
+    const BlockLayout &blocks = ring.blocks;
+    const Slice landing[2] = {b.scratch(ring.largest_block), b.scratch(ring.largest_block)};
+    auto part_of = [&](size_t blk) { return contribution.sub(blocks.offset(blk), blocks.count(blk)); };
+    for (int step = 0; step < ring.nranks - 1; ++step) {
+        const size_t out_block = ring.block_before_owned(step + 1), in_block = ring.block_before_owned(step + 2);
+        const bool last = step == ring.nranks - 2;
+        // What leaves is the partial sum completed last step, or at first my own part.
+        const Slice outgoing = step == 0 || partials == RingPartials::in_contribution
+                                   ? part_of(out_block)
+                                   : landing[(step - 1) % 2].sub(0, blocks.count(out_block));
+        const Slice incoming = landing[step % 2];
+        const size_t span = std::max(blocks.count(out_block), blocks.count(in_block));
+        for (size_t off = 0; off < span; off += ring.segment) {
+            b.send(ring.right, outgoing.sub(off, ring.segment_count(out_block, off)));
+            const size_t in_n = ring.segment_count(in_block, off);
+            const Slice arrived = incoming.sub(off, in_n), mine = part_of(in_block).sub(off, in_n);
+            b.recv(ring.left, arrived);
+            if (last)
+                b.reduce(result.sub(off, in_n), arrived);
+            else if (partials == RingPartials::in_contribution)
+                b.reduce(mine, arrived);
+            else
+                b.reduce(arrived, mine);
+        }
+    }
+}
+
+void ring_allgather(const Ring &ring, Slice vec, Slice own_block, ProgramBuilder &b) {
+    const BlockLayout &blocks = ring.blocks;
+    for (int step = 0; step < ring.nranks - 1; ++step) {
+        const size_t out_block = ring.block_before_owned(step), in_block = ring.block_before_owned(step + 1);
+        const Slice outgoing = step == 0 ? own_block : vec.sub(blocks.offset(out_block), blocks.count(out_block));
+        const size_t span = std::max(blocks.count(out_block), blocks.count(in_block));
+        for (size_t off = 0; off < span; off += ring.segment) {
+            b.send(ring.right, outgoing.sub(off, ring.segment_count(out_block, off)));
+            const size_t in_n = ring.segment_count(in_block, off);
+            b.recv(ring.left, vec.sub(blocks.offset(in_block) + off, in_n));
+        }
+    }
+}
+
 void allreduce_by_digit_exchange(const CollArgs &a, int rank, int radix, ProgramBuilder &b) {
     const Slice result = output_slice(0, a.count);
     b.copy(result, input_slice(0, a.count));
@@ -159,17 +224,31 @@ void allreduce_by_digit_exchange(const CollArgs &a, int rank, int radix, Program
     std::vector<Slice> incoming;
     for (int i = 0; i < std::max<int>(radix - 1, static_cast<int>(carried.size())); ++i)
         incoming.push_back(b.scratch(a.count));
+    // Only the carrier sums its carried vectors (in rank order), so no other rank can differ on them.
     for (size_t i = 0; i < carried.size(); ++i) b.recv(carried[i], incoming[i]);
     for (size_t i = 0; i < carried.size(); ++i) b.reduce(result, incoming[i]);
+    std::vector<Slice> by_digit(radix);
     for (int stride = 1; stride < fold.core; stride *= radix) {
         const int digit = (rank / stride) % radix;
-        std::vector<int> peers;
-        for (int j = 1; j < radix; ++j) peers.push_back(rank + (((digit + j) % radix) - digit) * stride);
         // All sends and receives of the round go out before any reduction, so
-        // the k-1 exchanges overlap.
-        for (int j = 0; j < radix - 1; ++j) b.send(peers[j], result);
-        for (int j = 0; j < radix - 1; ++j) b.recv(peers[j], incoming[j]);
-        for (int j = 0; j < radix - 1; ++j) b.reduce(result, incoming[j]);
+        // the k-1 exchanges overlap; peers in the order digit+1, digit+2, ...
+        // so no rank is everyone's first.
+        for (int j = 1; j < radix; ++j) b.send(rank + (((digit + j) % radix) - digit) * stride, result);
+        for (int j = 1; j < radix; ++j) {
+            const int peer_digit = (digit + j) % radix;
+            by_digit[peer_digit] = incoming[j - 1];
+            b.recv(rank + (peer_digit - digit) * stride, by_digit[peer_digit]);
+        }
+        // Every rank of the group combines the k vectors in digit order,
+        // v0 op v1 op ... op v(k-1), so all get the same bits (floating-point
+        // reduction is not associative). The lower digits gather in the
+        // first landing buffer; mine joins as `result op= that`, which is
+        // the same as `that op= mine` since op is commutative.
+        if (digit > 0) {
+            for (int d = 1; d < digit; ++d) b.reduce(by_digit[0], by_digit[d]);
+            b.reduce(result, by_digit[0]);
+        }
+        for (int d = digit + 1; d < radix; ++d) b.reduce(result, by_digit[d]);
     }
     for (int extra : carried) b.send(extra, result);
 }

@@ -1,6 +1,7 @@
 // Phase builders shared by several algorithms: the recursive-halving
 // reduce-scatter and recursive-doubling allgather over a Fold (any
-// communicator size), and the block layout of the reduce-scatter collectives.
+// communicator size), the ring reduce-scatter and allgather, and the block
+// layout of the reduce-scatter collectives.
 #pragma once
 #include "algorithms/fold.hpp"
 #include "core/plan.hpp"
@@ -35,11 +36,55 @@ void allgather_doubling(const Fold &fold, const BlockLayout &blocks, int rank, S
 void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, Slice work, Slice result,
                         ProgramBuilder &b);
 
+// The ring phases: p ranks pass blocks to the right, one block per rank
+// (cut by `blocks`), each sent in segments so consecutive steps pipeline.
+// `owned` is the block this rank ends the reduce-scatter with, and the one
+// it starts the allgather with.
+struct Ring {
+    // Segments of a.segment_bytes (0: whole blocks).
+    Ring(const CollArgs &a, int rank, BlockLayout blocks, size_t owned);
+    int nranks, left, right;
+    BlockLayout blocks;
+    size_t owned;
+    size_t largest_block;
+    size_t segment;  // elements, at least 1
+    // The block `back` places before the owned one around the ring.
+    size_t block_before_owned(int back) const;
+    // Elements of block `block`'s segment starting at `offset` (0 past its end).
+    size_t segment_count(size_t block, size_t offset) const;
+};
+
+// Where the ring reduce-scatter completes the partial sums passing through.
+enum class RingPartials {
+    in_contribution,  // in `contribution` itself, a writable copy (each block's sum leaves from there)
+    in_landing        // in the two landing buffers (the contribution is only read)
+};
+
+// Ring reduce-scatter: in step s block owned-1-s leaves to the right and
+// block owned-2-s arrives from the left into one of two landing buffers
+// (alternating, so a step's receive overlaps the previous step's work), is
+// completed with this rank's part and leaves next step; the last arrival,
+// the owned block, is added into `result`, which must hold this rank's part
+// of it (with in_contribution: the owned block of `contribution`).
+// `contribution` is this rank's whole vector (blocks.total() elements);
+// step 0 sends straight from it.
+void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials,
+                         ProgramBuilder &b);
+
+// Ring allgather over `vec` (blocks.total() elements): this rank starts
+// with the owned block and ends with all; in step s it forwards block
+// owned-s to the right and receives block owned-1-s from the left. Step 0
+// reads the owned block from `own_block` (vec's, or the input's so as not to
+// wait for a copy).
+void ring_allgather(const Ring &ring, Slice vec, Slice own_block, ProgramBuilder &b);
+
 // Allreduce by whole-vector exchanges: log_radix(p) rounds, in each every core
 // rank swaps its vector with the radix-1 ranks differing from it in one
 // base-radix digit and reduces; ranks outside the core (the largest power of
 // `radix` not above p) hand their vector to a carrier first and get the result
 // back. Radix 2 is recursive doubling. The output holds the input on entry.
+// Each round's k ranks combine their vectors in the same (digit) order, so
+// every rank ends with the same bits.
 void allreduce_by_digit_exchange(const CollArgs &a, int rank, int radix, ProgramBuilder &b);
 
 }  // namespace loom

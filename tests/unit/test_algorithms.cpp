@@ -2,14 +2,20 @@
 // 1..17, 32 and 33; counts 0, 1, p-1, p, p+1 and a large odd one; every
 // (datatype, op) pair MPI defines; in place and out of place; under the eager
 // and the rendezvous protocol (the latter catches plans that deadlock on MPI).
+// Allreduce algorithms also give every rank the same bits on inputs whose
+// floating-point sums depend on the order of the reductions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 
 #include "cooperative_runner.hpp"
+#include "core/reduced_float.hpp"
 #include "node_map.hpp"
 #include "reference.hpp"
 
@@ -288,6 +294,187 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
     }
     EXPECT_GT(cases, 0) << algo.name << " never ran";
 }
+
+// Floating-point formats of the same-bits test; values pass through long double.
+struct FloatFormat {
+    loom_datatype_t type;
+    const char *name;
+    size_t size;         // bytes per element
+    size_t value_bytes;  // bytes holding the value (long double's padding is not compared)
+    long double unit_roundoff;
+    long double big;     // the cancelling SUM pair: swallows the small values, stays finite
+    void (*encode)(long double, void *);
+    long double (*decode)(const void *);
+};
+
+template <typename T>
+void encode_native(long double v, void *out) {
+    const T x = static_cast<T>(v);
+    std::memcpy(out, &x, sizeof(T));
+}
+template <typename T>
+long double decode_native(const void *in) {
+    T x;
+    std::memcpy(&x, in, sizeof(T));
+    return x;
+}
+template <uint16_t (*to_bits)(float)>
+void encode_reduced(long double v, void *out) {
+    const uint16_t h = to_bits(static_cast<float>(v));
+    std::memcpy(out, &h, 2);
+}
+template <float (*from_bits)(uint16_t)>
+long double decode_reduced(const void *in) {
+    uint16_t h;
+    std::memcpy(&h, in, 2);
+    return from_bits(h);
+}
+
+const std::vector<FloatFormat> &float_formats() {
+    constexpr size_t long_double_value_bytes =
+        std::numeric_limits<long double>::digits == 64 ? 10 : sizeof(long double);  // x87: 6 bytes of padding
+    static const std::vector<FloatFormat> formats = {
+        {LOOM_FLOAT16, "float16", 2, 2, 0x1p-11L, 1e4L, encode_reduced<float_to_fp16>, decode_reduced<fp16_to_float>},
+        {LOOM_BFLOAT16, "bfloat16", 2, 2, 0x1p-8L, 1e6L, encode_reduced<float_to_bf16>, decode_reduced<bf16_to_float>},
+        {LOOM_FLOAT, "float", sizeof(float), sizeof(float), 0x1p-24L, 1e6L, encode_native<float>, decode_native<float>},
+        {LOOM_DOUBLE, "double", sizeof(double), sizeof(double), 0x1p-53L, 1e6L, encode_native<double>,
+         decode_native<double>},
+        {LOOM_LONG_DOUBLE, "long_double", sizeof(long double), long_double_value_bytes,
+         std::numeric_limits<long double>::epsilon() / 2, 1e6L, encode_native<long double>,
+         decode_native<long double>},
+    };
+    return formats;
+}
+
+// Rank `rank`'s element i of p. SUM: one rank holds +big, another -big, the
+// rest small values, the two ranks depending on i, so the exact sum is small
+// and any other order of the additions shows in its bits. PROD: 3 and 1/3
+// among factors near 1.
+long double cancelling_value(const FloatFormat &f, loom_op_t op, int p, int rank, size_t i) {
+    const int plus = static_cast<int>(i % p);
+    int minus = static_cast<int>((i + 1 + i / p) % p);
+    if (minus == plus) minus = (minus + 1) % p;
+    const int small = static_cast<int>((static_cast<size_t>(rank) * 7 + i * 3) % 11);
+    const bool paired = p > 1 && (rank == plus || rank == minus);
+    if (op == LOOM_SUM) return paired ? (rank == plus ? f.big : -f.big) : 0.01L * (1 + small);
+    return paired ? (rank == plus ? 3.0L : 1.0L / 3) : 1 + 0.01L * (small - 5);
+}
+
+std::string number(long double v) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.21Lg", v);
+    return text;
+}
+
+// Runs an allreduce plan on cancelling inputs. Empty when every rank got the
+// same bits and those are within the rounding error bound of the exact
+// result (same bits could be the same wrong bits), else what is wrong.
+std::string check_same_bits(const PlanSet &set, const FloatFormat &f, loom_op_t op) {
+    const CollArgs &a = set.args;
+    const int p = a.nranks;
+    const size_t n = a.count, es = f.size;
+    std::vector<RankBuffers> bufs(p);
+    std::vector<long double> exact(n, op == LOOM_SUM ? 0 : 1), magnitude(n, 0);
+    for (int r = 0; r < p; ++r) {
+        bufs[r].input.assign(n * es + 1, 0);
+        bufs[r].output.assign(n * es + 1, 0xEE);
+        for (size_t i = 0; i < n; ++i) {
+            f.encode(cancelling_value(f, op, p, r, i), &bufs[r].input[i * es]);
+            const long double x = f.decode(&bufs[r].input[i * es]);  // as rounded to the format
+            exact[i] = op == LOOM_SUM ? exact[i] + x : exact[i] * x;
+            magnitude[i] += std::fabs(x);
+        }
+    }
+    std::string err = run_plans(set, reduction_kernel(f.type, op), bufs);
+    if (!err.empty()) return err;
+    for (int r = 1; r < p; ++r)
+        for (size_t i = 0; i < n; ++i)
+            if (std::memcmp(&bufs[r].output[i * es], &bufs[0].output[i * es], f.value_bytes) != 0)
+                return "rank " + std::to_string(r) + " element " + std::to_string(i) + " is " +
+                       number(f.decode(&bufs[r].output[i * es])) + ", rank 0 has " +
+                       number(f.decode(&bufs[0].output[i * es]));
+    for (size_t i = 0; i < n; ++i) {
+        const long double got = f.decode(&bufs[0].output[i * es]);
+        const long double bound = 2 * p * f.unit_roundoff * (op == LOOM_SUM ? magnitude[i] : std::fabs(exact[i]));
+        if (!(std::fabs(got - exact[i]) <= bound))
+            return "element " + std::to_string(i) + " is " + number(got) + ", exactly " + number(exact[i]);
+    }
+    return {};
+}
+
+bool equal_slices(const Slice &x, const Slice &y) {
+    return x.buffer == y.buffer && x.offset == y.offset && x.count == y.count;
+}
+
+bool same_plans(const PlanSet &x, const PlanSet &y) {
+    for (size_t r = 0; r < x.programs.size(); ++r) {
+        const Program &u = *x.programs[r], &v = *y.programs[r];
+        if (u.steps.size() != v.steps.size() || u.deps != v.deps || u.scratch_count != v.scratch_count) return false;
+        for (size_t i = 0; i < u.steps.size(); ++i) {
+            const Step &s = u.steps[i], &t = v.steps[i];
+            if (s.kind != t.kind || s.lane != t.lane || s.peer != t.peer || !equal_slices(s.dst, t.dst) ||
+                !equal_slices(s.src, t.src) || s.first_dep != t.first_dep || s.dep_count != t.dep_count)
+                return false;
+        }
+    }
+    return true;
+}
+
+// Floating-point reduction is not associative, so ranks that combine the
+// same vectors in different orders get different bits; an allreduce must
+// give every rank the same ones. Cancelling inputs make any difference in
+// order visible; radices 2..5 where the plan depends on the radix, every
+// emulated topology for the node-aware algorithms.
+// Only allreduce leaves one result on every rank: the registry's allreduce algorithms.
+class AllreduceMatrix : public AlgorithmMatrix {};
+
+TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
+    const AlgorithmInfo &algo = *GetParam();
+    int failures = 0, cases = 0;
+    for (int p : communicator_sizes()) {
+        if (node_aware(algo) && p > 17) continue;
+        const std::vector<NodeMap> maps = topologies_for(p);
+        for (const NodeMap *nodes : variants(algo, maps)) {
+            // The radices that change the plans of this shape (checked at one count), each run once.
+            std::vector<int> radices;
+            std::vector<PlanSet> distinct;
+            for (int radix = 2; radix <= 5; ++radix) {
+                CollArgs a = make_args(algo, p, static_cast<size_t>(p + 1), false, 4);
+                a.radix = radix;
+                a.nodes = nodes;
+                if (!algo.not_applicable(a).empty()) continue;
+                PlanSet set = build_plans(algo, a);
+                if (std::any_of(distinct.begin(), distinct.end(), [&](const PlanSet &d) { return same_plans(d, set); }))
+                    continue;
+                radices.push_back(radix);
+                distinct.push_back(std::move(set));
+            }
+            for (int radix : radices)
+            for (size_t count : counts_for(p)) {
+                if (count == 0) continue;
+                for (const FloatFormat &f : float_formats()) {
+                    CollArgs a = make_args(algo, p, count, false, f.size);
+                    a.radix = radix;
+                    a.nodes = nodes;
+                    const PlanSet set = build_plans(algo, a);
+                    for (loom_op_t op : {LOOM_SUM, LOOM_PROD}) {
+                        const std::string err = check_same_bits(set, f, op);
+                        ++cases;
+                        if (!err.empty() && failures++ < 10)
+                            ADD_FAILURE() << where(a, algo.name, std::string(f.name) + " " + op_name(op) + " radix=" +
+                                                                     std::to_string(radix) + ": " + err);
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GT(cases, 0) << algo.name << " never ran";
+    EXPECT_EQ(failures, 0) << failures << " of " << cases << " cases failed";
+    RecordProperty("cases", cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix, ::testing::ValuesIn(algorithms_for(Collective::allreduce)),
+                         algorithm_test_name);
 
 // Ring algorithms with and without segmentation, and recursive multiplying
 // with several radices, give the same results.
