@@ -1,7 +1,9 @@
 #include "select/rules.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include <sstream>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/fold.hpp"
 #include "node_map.hpp"
 #include "runtime/params.hpp"
 
@@ -82,6 +85,28 @@ size_t message_bytes(const CollArgs &a) {
     return 0;
 }
 
+size_t total_bytes(const CollArgs &a) {
+    switch (a.collective) {
+        case Collective::allreduce:
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block: return message_bytes(a);
+        case Collective::allgather:
+        case Collective::alltoall: return message_bytes(a) * static_cast<size_t>(a.nranks);
+    }
+    return 0;
+}
+
+size_t elements_per_rank(const CollArgs &a) {
+    switch (a.collective) {
+        case Collective::allreduce:
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block: return a.input_count() / static_cast<size_t>(std::max(a.nranks, 1));
+        case Collective::allgather:
+        case Collective::alltoall: return a.count;
+    }
+    return 0;
+}
+
 Status parse_rules(const std::string &text, const std::string &origin, RuleSet *out) {
     json doc;
     try {
@@ -107,17 +132,19 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
     }
     if (!doc.contains("rules") || !doc["rules"].is_array())
         return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'rules' must be a list of entries");
-    static const std::set<std::string> known = {"collective", "memory", "comm_size", "nodes", "ppn", "bytes",
-                                                "algorithm", "segment_size", "radix", "max_outstanding", "comment"};
+    static const char *const fields[] = {"collective", "memory", "comm_size", "nodes", "ppn", "bytes", "total_bytes",
+                                         "elements_per_rank", "single_node", "power_of_two", "algorithm",
+                                         "segment_size", "radix", "max_outstanding", "note", "comment"};
+    static const std::set<std::string> known(std::begin(fields), std::end(fields));
+    std::string known_list;
+    for (const char *f : fields) known_list += (known_list.empty() ? "" : ", ") + std::string(f);
     size_t index = 0;
     for (const json &e : doc["rules"]) {
         if (!e.is_object())
             return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": rule " + std::to_string(index) + " is not an object");
         for (auto it = e.begin(); it != e.end(); ++it)
             if (!known.count(it.key()))
-                return field_error(origin, index, it.key(),
-                                   "unknown (known: collective, memory, comm_size, nodes, ppn, bytes, algorithm, "
-                                   "segment_size, radix, max_outstanding, comment)");
+                return field_error(origin, index, it.key(), "unknown (known: " + known_list + ")");
         Rule r;
         r.index = index;
         if (!e.contains("collective") || !e["collective"].is_string() ||
@@ -133,18 +160,43 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
             r.memory = named ? memory_type_name(m) : e["memory"].get<std::string>();
         }
         std::string why;
-        const std::pair<const char *, Range *> ranges[] = {
-            {"comm_size", &r.comm_size}, {"nodes", &r.nodes}, {"ppn", &r.ppn}, {"bytes", &r.bytes}};
-        for (const auto &[name, range] : ranges)
-            if (e.contains(name) && !read_range(e[name], std::string(name) == "bytes", range, &why))
-                return field_error(origin, index, name, why);
-        if (!e.contains("algorithm") || !e["algorithm"].is_string())
-            return field_error(origin, index, "algorithm", "required: an algorithm name");
-        r.algorithm = e["algorithm"].get<std::string>();
-        if (!find_algorithm(r.collective, r.algorithm))
-            return field_error(origin, index, "algorithm",
-                               std::string(collective_name(r.collective)) + " has no algorithm '" + r.algorithm +
-                                   "' (known: " + algorithm_names(r.collective) + ")");
+        const struct {
+            const char *name;
+            Range *range;
+            bool sizes;
+        } ranges[] = {{"comm_size", &r.comm_size, false},
+                      {"nodes", &r.nodes, false},
+                      {"ppn", &r.ppn, false},
+                      {"bytes", &r.bytes, true},
+                      {"total_bytes", &r.total_bytes, true},
+                      {"elements_per_rank", &r.elements_per_rank, false}};
+        for (const auto &x : ranges)
+            if (e.contains(x.name) && !read_range(e[x.name], x.sizes, x.range, &why))
+                return field_error(origin, index, x.name, why);
+        const std::pair<const char *, std::optional<bool> *> flags[] = {{"single_node", &r.single_node},
+                                                                       {"power_of_two", &r.power_of_two}};
+        for (const auto &[name, flag] : flags) {
+            if (!e.contains(name)) continue;
+            if (!e[name].is_boolean()) return field_error(origin, index, name, "must be true or false");
+            *flag = e[name].get<bool>();
+        }
+        // One name, or a list in order of preference.
+        json names = e.contains("algorithm") ? e["algorithm"] : json();
+        if (names.is_string()) names = json::array({names});
+        bool named = names.is_array() && !names.empty();
+        for (size_t i = 0; named && i < names.size(); ++i) named = names[i].is_string();
+        if (!named) return field_error(origin, index, "algorithm", "required: an algorithm name or a list of names");
+        for (const json &n : names) {
+            r.algorithms.push_back(n.get<std::string>());
+            if (!find_algorithm(r.collective, r.algorithms.back()))
+                return field_error(origin, index, "algorithm",
+                                   std::string(collective_name(r.collective)) + " has no algorithm '" +
+                                       r.algorithms.back() + "' (known: " + algorithm_names(r.collective) + ")");
+        }
+        if (e.contains("note")) {
+            if (!e["note"].is_string()) return field_error(origin, index, "note", "must be a string");
+            r.note = e["note"].get<std::string>();
+        }
         long long v = 0;
         if (e.contains("segment_size")) {
             if (!read_amount(e["segment_size"], true, &v, &why)) return field_error(origin, index, "segment_size", why);
@@ -188,10 +240,16 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
     const long long nodes = known_nodes ? a.nodes->nodes() : 1;
     const long long ppn = known_nodes ? a.nodes->max_ranks_per_node() : a.nranks;
     const long long bytes = static_cast<long long>(message_bytes(a));
+    const long long total = static_cast<long long>(total_bytes(a));
+    const long long elements = static_cast<long long>(elements_per_rank(a));
+    const bool power_of_two = is_power_of_two(a.nranks);
     for (size_t i = from; i < rules.rules.size(); ++i) {
         const Rule &r = rules.rules[i];
         if (r.collective != a.collective || !memory_matches(r.memory, a.memory)) continue;
-        if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) && r.bytes.contains(bytes))
+        if (r.single_node && *r.single_node != a.single_node) continue;
+        if (r.power_of_two && *r.power_of_two != power_of_two) continue;
+        if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) &&
+            r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements))
             return &r;
     }
     return nullptr;

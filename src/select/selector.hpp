@@ -1,10 +1,11 @@
-// Picks the algorithm for a call and explains the choice. A forced name that
-// does not exist or cannot run the call is an error, never a silent
-// substitution.
+// Picks the algorithm for a call (selector.cpp) and explains the choice
+// (explain.cpp). A forced name that does not exist or cannot run the call is
+// an error, never a silent substitution.
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "select/cost_model.hpp"
@@ -15,7 +16,8 @@ namespace loom {
 
 struct Selection {
     const AlgorithmInfo *algorithm = nullptr;
-    std::string why;  // "forced", "rule 3 of rules.json", "built-in rule: ...", "model: ..."
+    // "forced", "rule 3 of rules.json[: note]", "built-in rule 12: note", "model: ..."
+    std::string why;
     // Knobs a rule set for this call; unset: the parameters' values.
     std::optional<size_t> segment_bytes;
     std::optional<int> radix, max_outstanding;
@@ -29,16 +31,18 @@ CostModel model_for(const Config &config);
 std::shared_ptr<const RuleSet> rules_for(const Config &config);
 
 // Order of authority: a forced name (parameter), then the first matching
-// rule of the rules file whose algorithm can run the call, then Loom's
-// built-in rules (measured), then the cost model's fastest applicable
-// algorithm.
+// rule of the rules file that names an algorithm able to run the call, then
+// the same for Loom's built-in rules (builtin_rules.hpp), then the cost
+// model's fastest applicable algorithm.
 Status select_algorithm(const Config &config, const CollArgs &args, Selection *out);
 
 // The built-in rules, then the model: the choice without a forced name or rules file.
 Status default_selection(const CollArgs &args, Selection *out, const CostModel &model = CostModel());
 
-// The default rule's preference order for `args` (first applicable wins).
-std::vector<const char *> default_preference(const CollArgs &args, std::string *why);
+// Empty when Loom can execute plans on the call's memory; otherwise why not.
+std::string memory_problem(const CollArgs &args);
+
+// The explanation of a choice (explain.cpp).
 
 struct Prediction {
     const AlgorithmInfo *algorithm = nullptr;

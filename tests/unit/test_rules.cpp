@@ -127,6 +127,61 @@ TEST(Rules, ForcedBeatsRulesWhichBeatTheBuiltInOnes) {
     std::remove(path.c_str());
 }
 
+// The conditions and fields the built-in rules needed, written in a user's file.
+TEST(Rules, ShapeConditionsFallbackListsAndNotes) {
+    const struct {
+        const char *text, *expected;
+    } bad[] = {
+        {R"({"rules": [{"collective": "allgather", "algorithm": "ring", "single_node": "yes"}]})",
+         "rule 0: field 'single_node': must be true or false"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": "ring", "power_of_two": 1}]})",
+         "rule 0: field 'power_of_two': must be true or false"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": []}]})", "rule 0: field 'algorithm': required"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": ["ring", 3]}]})",
+         "rule 0: field 'algorithm': required"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": ["ring", "nope"]}]})",
+         "rule 0: field 'algorithm': allgather has no algorithm 'nope'"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": "ring", "note": 3}]})",
+         "rule 0: field 'note': must be a string"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "elements_per_rank": "4KiB"}]})",
+         "rule 0: field 'elements_per_rank': must be an integer"},
+        {R"({"rules": [{"collective": "allgather", "algorithm": "ring", "total_bytes": [0, "lots"]}]})",
+         "rule 0: field 'total_bytes': 'lots' is not a size"},
+    };
+    for (const auto &b : bad) {
+        const std::string err = error_of(b.text);
+        EXPECT_NE(err.find(b.expected), std::string::npos) << b.text << "\n  gave: " << err;
+    }
+    const std::string path = write_file(R"({"rules": [
+        {"collective": "allgather", "power_of_two": false, "total_bytes": [0, "1KiB"],
+         "algorithm": ["recursive_doubling", "bruck"], "note": "small results"},
+        {"collective": "allgather", "single_node": true, "algorithm": "direct"},
+        {"collective": "allreduce", "elements_per_rank": [0, 3], "algorithm": "ring"},
+        {"collective": "allgather", "power_of_two": true, "algorithm": ["recursive_doubling"]}]})");
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    auto choice = [&](CollArgs a, bool single_node) {
+        a.single_node = single_node;
+        Selection s;
+        EXPECT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS) << last_error_message();
+        return std::string(s.algorithm->name) + " (" + s.why + ")";
+    };
+    // 6 x 16 x 4 B = 384 B of result: rule 0, whose first algorithm needs a power of two.
+    EXPECT_EQ(choice(args(Collective::allgather, 6, 16), false), "bruck (rule 0 of " + path + ": small results)");
+    EXPECT_EQ(choice(args(Collective::allgather, 6, 100), true), "direct (rule 1 of " + path + ")");  // 2400 B
+    EXPECT_NE(choice(args(Collective::allgather, 6, 100), false).find("(built-in rule"), std::string::npos);
+    EXPECT_EQ(choice(args(Collective::allgather, 8, 16), false), "recursive_doubling (rule 3 of " + path + ")");
+    EXPECT_EQ(choice(args(Collective::allreduce, 8, 31), false), "ring (rule 2 of " + path + ")");  // 3 per rank
+    EXPECT_NE(choice(args(Collective::allreduce, 8, 32), false).find("(built-in rule"), std::string::npos);
+    // Elements per rank and the whole buffer, per collective.
+    EXPECT_EQ(elements_per_rank(args(Collective::reduce_scatter_block, 4, 10)), 10u);
+    EXPECT_EQ(elements_per_rank(args(Collective::allgather, 4, 10)), 10u);
+    EXPECT_EQ(total_bytes(args(Collective::allgather, 4, 10)), 160u);
+    EXPECT_EQ(total_bytes(args(Collective::alltoall, 4, 10)), 160u);
+    EXPECT_EQ(total_bytes(args(Collective::reduce_scatter, 4, 10)), 160u);  // the whole input
+    std::remove(path.c_str());
+}
+
 TEST(Rules, TheFilesModelPricesTheCandidatesUnlessTheParameterIsSet) {
     const std::string path = write_file(R"({"model": "net=50us:1GB/s", "rules": []})");
     Config config;

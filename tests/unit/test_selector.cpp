@@ -1,9 +1,13 @@
 // The default selection and the forced-name path, including its errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "call_args.hpp"
 
 #include "node_map.hpp"
+#include "select/builtin_rules.hpp"
 #include "select/selector.hpp"
 
 namespace loom {
@@ -86,6 +90,121 @@ TEST(Selector, SeveralNodesTakeNodeAwareAlgorithms) {
     EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, (1 << 16) + 1))), "hier_split");
     // One rank per node: nothing to keep inside a node.
     EXPECT_EQ(chosen(c, on(one_per_node, args(Collective::allgather, 4, 100))), "recursive_doubling");
+}
+
+// The built-in rules document against the choices of the C++ rules it
+// replaced (checked over ~1.1 million shapes when it was written): at least
+// one call per rule, at its thresholds, with the rule that decides it.
+TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
+    const struct {
+        Collective c;
+        int p;
+        const char *map;  // NodeMap::parse spec; "-": no map
+        bool single_node;
+        size_t count, elem;
+        const char *algorithm;
+        size_t rule;
+    } cases[] = {
+        {Collective::allreduce, 4, "nodes=2", false, 2, 4, "hier_leader", 0},
+        {Collective::allreduce, 4, "nodes=2", false, 1 << 16, 4, "hier_leader", 0},  // 256 KiB
+        {Collective::allreduce, 7, "0,0,0,1,1,2,2", false, 1, 8, "hier_leader", 0},
+        {Collective::allreduce, 4, "nodes=2", false, (1 << 16) + 1, 4, "hier_split", 1},
+        {Collective::allreduce, 4, "-", true, 2048, 4, "direct", 2},  // 8 KiB
+        {Collective::allreduce, 4, "-", true, 2049, 4, "rabenseifner", 3},  // hier_split needs a node map
+        {Collective::allreduce, 4, "", true, 2049, 4, "hier_split", 3},
+        {Collective::allreduce, 4, "", false, 2, 4, "recursive_doubling", 4},  // one node, no shared memory
+        {Collective::allreduce, 9, "-", true, 2, 4, "recursive_doubling", 4},
+        {Collective::allreduce, 4, "nodes=4", false, 4096, 4, "recursive_doubling", 4},  // one rank per node
+        {Collective::allreduce, 16, "-", false, 4097, 4, "rabenseifner", 5},
+        {Collective::allreduce, 16, "-", false, 1 << 17, 4, "rabenseifner", 5},  // 512 KiB
+        {Collective::allreduce, 8, "-", false, 1 << 20, 4, "rabenseifner", 6},
+        {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 7},  // 35 < 4 x 9 elements
+        {Collective::allreduce, 9, "-", false, 36, 65536, "ring", 8},
+        {Collective::allreduce, 16, "-", false, (1 << 17) + 1, 4, "ring", 8},
+        {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 9},  // 2 KiB input
+        {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 10},
+        {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 11},
+        {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 12},  // 64 KiB input
+        {Collective::reduce_scatter, 16, "-", true, 1025, 4, "ring", 13},
+        {Collective::reduce_scatter_block, 4, "nodes=2", false, 128, 4, "recursive_halving", 14},
+        {Collective::reduce_scatter_block, 6, "0,0,1,1,1,2", false, 100, 8, "hierarchical", 15},
+        {Collective::reduce_scatter_block, 8, "", true, 1 << 20, 1, "pairwise", 16},
+        {Collective::reduce_scatter_block, 4, "-", false, 4096, 4, "recursive_halving", 17},
+        {Collective::reduce_scatter_block, 4, "-", false, 4097, 4, "ring", 18},
+        {Collective::allgather, 4, "nodes=2", false, 64, 4, "recursive_doubling", 19},  // 256 B blocks
+        {Collective::allgather, 4, "nodes=2", false, 65, 4, "hierarchical", 20},
+        {Collective::allgather, 6, "nodes=3", false, 1, 1, "hierarchical", 20},  // not a power of two
+        {Collective::allgather, 6, "-", true, 1 << 20, 4, "direct", 21},
+        {Collective::allgather, 8, "-", false, 1 << 19, 4, "recursive_doubling", 22},  // 16 MiB result
+        {Collective::allgather, 4, "nodes=4", false, 100, 4, "recursive_doubling", 22},
+        {Collective::allgather, 16, "-", false, 1024, 4, "recursive_doubling", 23},  // 64 KiB result
+        {Collective::allgather, 12, "-", false, 5461, 1, "bruck", 24},
+        {Collective::allgather, 12, "-", false, 5462, 1, "ring", 25},  // 65544 B result
+        {Collective::allgather, 8, "-", false, (1 << 19) + 1, 4, "ring", 25},
+        {Collective::alltoall, 4, "nodes=2", false, 1 << 14, 4, "node_aggregation", 26},  // 64 KiB blocks
+        {Collective::alltoall, 9, "0,1,2,0,1,2,0,1,2", false, 1, 1, "node_aggregation", 26},
+        {Collective::alltoall, 4, "nodes=2", false, (1 << 14) + 1, 4, "pairwise", 27},
+        {Collective::alltoall, 5, "-", false, 64, 4, "bruck", 28},  // 256 B blocks
+        {Collective::alltoall, 4, "-", false, 64, 4, "scattered", 29},
+        {Collective::alltoall, 16, "-", false, 65, 4, "scattered", 29},
+        {Collective::alltoall, 4, "-", true, 1 << 18, 4, "scattered", 30},
+        {Collective::alltoall, 4, "-", false, 1 << 18, 4, "pairwise", 31},
+        {Collective::alltoall, 9, "-", true, (1 << 16) + 1, 4, "pairwise", 31},
+    };
+    for (const auto &x : cases) {
+        CollArgs a = args(x.c, x.p, x.count, x.elem);
+        a.single_node = x.single_node;
+        NodeMap map;
+        if (std::string(x.map) != "-") {
+            ASSERT_EQ(NodeMap::parse(x.map, x.p, &map), LOOM_SUCCESS) << x.map;
+            a.nodes = &map;
+        }
+        Selection s;
+        ASSERT_EQ(default_selection(a, &s), LOOM_SUCCESS) << a.describe();
+        EXPECT_STREQ(s.algorithm->name, x.algorithm) << a.describe() << " map " << x.map << ": " << s.why;
+        const std::string rule = "built-in rule " + std::to_string(x.rule) + ": ";
+        EXPECT_EQ(s.why.rfind(rule, 0), 0u) << a.describe() << " map " << x.map << ": " << s.why;
+    }
+}
+
+// The defaults are an ordinary rules document: it parses, every rule says
+// why, and as a user's rules file it makes the same choices.
+TEST(Selector, BuiltInRulesAreARulesFile) {
+    const RuleSet &builtin = builtin_rules();
+    ASSERT_EQ(builtin.rules.size(), 32u);
+    EXPECT_EQ(builtin.path, "built-in rules");
+    EXPECT_FALSE(builtin.model.has_value());
+    for (const Rule &r : builtin.rules) {
+        EXPECT_FALSE(r.note.empty()) << "rule " << r.index;
+        EXPECT_GE(r.algorithms.size(), 1u) << "rule " << r.index;
+    }
+    char path[] = "/tmp/loom-builtin-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    const std::string text = builtin_rules_text();
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    Config config;
+    ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
+    NodeMap two;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &two), LOOM_SUCCESS);
+    for (int coll = 0; coll < kCollectiveCount; ++coll)
+        for (int p : {1, 3, 4, 6, 8, 9, 16})
+            for (size_t count : {size_t{0}, size_t{7}, size_t{64}, size_t{2048}, size_t{1} << 18})
+                for (int shape = 0; shape < 3; ++shape) {
+                    CollArgs a = args(static_cast<Collective>(coll), shape == 2 ? 4 : p, count);
+                    a.single_node = shape == 1 && p > 1;
+                    if (shape == 2) a.nodes = &two;
+                    Selection builtin_choice, file_choice;
+                    ASSERT_EQ(default_selection(a, &builtin_choice), LOOM_SUCCESS);
+                    ASSERT_EQ(select_algorithm(config, a, &file_choice), LOOM_SUCCESS);
+                    EXPECT_EQ(builtin_choice.algorithm, file_choice.algorithm) << a.describe();
+                    // "built-in rule 4: ..." there, "rule 4 of /tmp/...: ..." here.
+                    const std::string rule = builtin_choice.why.substr(std::string("built-in ").size());
+                    const std::string index = rule.substr(0, rule.find(':'));
+                    EXPECT_EQ(file_choice.why.rfind(index + " of " + path + ": ", 0), 0u) << file_choice.why;
+                }
+    std::remove(path);
 }
 
 TEST(Selector, EveryDefaultChoiceIsApplicable) {

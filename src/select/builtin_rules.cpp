@@ -1,0 +1,135 @@
+#include "select/builtin_rules.hpp"
+
+#include <cstdio>
+
+namespace loom {
+
+// Within a collective the order is the precedence: several nodes, then one
+// node, then any communicator. Each rule names an algorithm that runs every
+// call its conditions admit (no restriction, or one they imply), so the
+// first matching rule decides. Rule indices are cited by
+// docs/selection-defaults.md and tests/unit/test_selector.cpp: renumbering
+// means updating them.
+const char *builtin_rules_text() {
+    return R"json({
+  "comment": "Loom's built-in selection rules (loom-rules(5)); docs/selection-defaults.md cites them by index",
+  "rules": [
+    {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "256KiB"],
+     "algorithm": ["hier_leader", "recursive_doubling"],
+     "note": "vector <= 256 KiB on several nodes: one leader per node on the network"},
+    {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null],
+     "algorithm": ["hier_split", "rabenseifner"],
+     "note": "vector > 256 KiB on several nodes: every local rank on the network"},
+    {"collective": "allreduce", "single_node": true, "comm_size": [1, 8], "bytes": [0, "8KiB"],
+     "algorithm": ["direct", "recursive_doubling"],
+     "note": "vector <= 8 KiB on one node of <= 8 ranks: one round"},
+    {"collective": "allreduce", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["hier_split", "rabenseifner"],
+     "note": "vector > 8 KiB on one node of <= 8 ranks: reduce-scatter, then allgather"},
+    {"collective": "allreduce", "bytes": [0, "16KiB"],
+     "algorithm": ["recursive_doubling", "ring"],
+     "note": "vector <= 16 KiB: latency-bound"},
+    {"collective": "allreduce", "bytes": [0, "512KiB"],
+     "algorithm": ["rabenseifner", "ring"],
+     "note": "vector <= 512 KiB: a ring's bytes in lg p rounds"},
+    {"collective": "allreduce", "comm_size": [1, 8],
+     "algorithm": ["rabenseifner", "ring"],
+     "note": "vector > 512 KiB on <= 8 ranks: a ring's bytes in lg p rounds"},
+    {"collective": "allreduce", "elements_per_rank": [0, 3],
+     "algorithm": ["rabenseifner", "ring"],
+     "note": "fewer than 4 elements per rank: too few for the ring's pieces"},
+    {"collective": "allreduce",
+     "algorithm": ["ring", "rabenseifner"],
+     "note": "vector > 512 KiB on > 8 ranks: bandwidth-bound"},
+
+    {"collective": "reduce_scatter", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "2KiB"],
+     "algorithm": ["recursive_halving", "hierarchical"],
+     "note": "input <= 2 KiB on several nodes: lg p rounds"},
+    {"collective": "reduce_scatter", "nodes": [2, null], "ppn": [2, null],
+     "algorithm": ["hierarchical", "ring"],
+     "note": "input > 2 KiB on several nodes: node-sums cross the network once"},
+    {"collective": "reduce_scatter", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["pairwise", "recursive_halving"],
+     "note": "one node of <= 8 ranks: contributions go straight to their owners"},
+    {"collective": "reduce_scatter", "bytes": [0, "64KiB"],
+     "algorithm": ["recursive_halving", "ring"],
+     "note": "input <= 64 KiB: lg p rounds"},
+    {"collective": "reduce_scatter",
+     "algorithm": ["ring", "pairwise"],
+     "note": "input > 64 KiB: bandwidth-bound"},
+
+    {"collective": "reduce_scatter_block", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "2KiB"],
+     "algorithm": ["recursive_halving", "hierarchical"],
+     "note": "input <= 2 KiB on several nodes: lg p rounds"},
+    {"collective": "reduce_scatter_block", "nodes": [2, null], "ppn": [2, null],
+     "algorithm": ["hierarchical", "ring"],
+     "note": "input > 2 KiB on several nodes: node-sums cross the network once"},
+    {"collective": "reduce_scatter_block", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["pairwise", "recursive_halving"],
+     "note": "one node of <= 8 ranks: contributions go straight to their owners"},
+    {"collective": "reduce_scatter_block", "bytes": [0, "64KiB"],
+     "algorithm": ["recursive_halving", "ring"],
+     "note": "input <= 64 KiB: lg p rounds"},
+    {"collective": "reduce_scatter_block",
+     "algorithm": ["ring", "pairwise"],
+     "note": "input > 64 KiB: bandwidth-bound"},
+
+    {"collective": "allgather", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 256], "power_of_two": true,
+     "algorithm": ["recursive_doubling", "hierarchical"],
+     "note": "blocks <= 256 B on several nodes, power-of-two size: lg p rounds"},
+    {"collective": "allgather", "nodes": [2, null], "ppn": [2, null],
+     "algorithm": ["hierarchical", "ring"],
+     "note": "several nodes: within nodes first, then one fetch per remote node"},
+    {"collective": "allgather", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["direct", "recursive_doubling"],
+     "note": "one node of <= 8 ranks: one round"},
+    {"collective": "allgather", "comm_size": [1, 8], "power_of_two": true, "total_bytes": [0, "16MiB"],
+     "algorithm": ["recursive_doubling", "ring"],
+     "note": "result <= 16 MiB on a power-of-two size <= 8: lg p rounds"},
+    {"collective": "allgather", "total_bytes": [0, "64KiB"], "power_of_two": true,
+     "algorithm": ["recursive_doubling", "bruck"],
+     "note": "result <= 64 KiB on a power-of-two size: lg p rounds"},
+    {"collective": "allgather", "total_bytes": [0, "64KiB"], "power_of_two": false,
+     "algorithm": ["bruck", "ring"],
+     "note": "result <= 64 KiB: ceil(lg p) rounds"},
+    {"collective": "allgather",
+     "algorithm": ["ring", "bruck"],
+     "note": "result > 64 KiB: bandwidth-bound"},
+
+    {"collective": "alltoall", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "64KiB"],
+     "algorithm": ["node_aggregation", "bruck"],
+     "note": "blocks <= 64 KiB on several nodes: one message per node pair"},
+    {"collective": "alltoall", "nodes": [2, null], "ppn": [2, null],
+     "algorithm": ["pairwise", "scattered"],
+     "note": "blocks > 64 KiB on several nodes: one exchange at a time"},
+    {"collective": "alltoall", "comm_size": [5, null], "bytes": [0, 256],
+     "algorithm": ["bruck", "scattered"],
+     "note": "blocks <= 256 B on > 4 ranks: ceil(lg p) rounds"},
+    {"collective": "alltoall", "bytes": [0, "256KiB"],
+     "algorithm": ["scattered", "pairwise"],
+     "note": "blocks <= 256 KiB: every peer at once, a window in flight"},
+    {"collective": "alltoall", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["scattered", "pairwise"],
+     "note": "blocks > 256 KiB on one node of <= 8 ranks: every peer at once"},
+    {"collective": "alltoall",
+     "algorithm": ["pairwise", "scattered"],
+     "note": "blocks > 256 KiB: one exchange at a time"}
+  ]
+})json";
+}
+
+const RuleSet &builtin_rules() {
+    static const RuleSet rules = [] {
+        RuleSet set;
+        // Only an edit to the text above can fail this; a unit test parses it.
+        if (parse_rules(builtin_rules_text(), "built-in rules", &set) != LOOM_SUCCESS) {
+            std::fprintf(stderr, "loom: ignoring the built-in rules: %s\n", last_error_message());
+            set = RuleSet{};
+            set.path = "built-in rules";
+        }
+        return set;
+    }();
+    return rules;
+}
+
+}  // namespace loom
