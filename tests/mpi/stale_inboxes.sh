@@ -3,7 +3,7 @@
 # (exited or a zombie): what a crash or a missed clean-up leaves behind.
 # Inboxes of live processes (another test running at the same time) are
 # in use and not listed. The owner's pid is the int32 at byte 32 of the
-# inbox header (src/transport_shared_memory.cpp).
+# inbox header (src/transport/shm/layout.hpp).
 for f in /dev/shm/loom-"$(id -u)"-*; do
     [ -e "$f" ] || continue
     pid=$(od -An -t d4 -j 32 -N 4 "$f" 2>/dev/null | tr -d ' ')
