@@ -55,11 +55,11 @@ run() {
     # the run turned it off or there is a single rank.
     want="shared_memory among $np ranks"
     case "$*" in
-        *"coll_loom_shared_memory 0"*) want="external (point-to-point only)" ;;
+        *"coll_loom_shared_memory 0"*) want="pml (point-to-point only)" ;;
         # Rank 0's emulated node has 2 ranks in both topologies used below.
         *"coll_loom_topology"*) want="shared_memory among 2 ranks" ;;
     esac
-    [ "$np" -eq 1 ] && want="external (point-to-point only)"
+    [ "$np" -eq 1 ] && want="pml (point-to-point only)"
     if ! grep -q "MPI_COMM_WORLD transport: $want" "$log"; then
         echo "FAIL: np=$np $label: stats do not show the transport '$want'"
         grep "transport" "$log"
