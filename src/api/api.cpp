@@ -9,7 +9,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
-#include "transport/shm/setup_mpi.hpp"
+#include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
 #include "transport/mpi/mpi.hpp"
 
@@ -197,7 +197,7 @@ int loom_comm_create(MPI_Comm comm, loom_comm_t *out) {
     std::unique_ptr<Transport> transport;
     LOOM_RETURN_IF_ERROR(make_mpi_transport(comm, &transport));
     LOOM_RETURN_IF_ERROR(new_communicator(std::move(config), std::move(transport), out));
-    Status st = setup_nodes_mpi(comm, *(*out)->impl);
+    Status st = setup_communicator_mpi(comm, *(*out)->impl);
     if (st != LOOM_SUCCESS) {
         delete *out;
         *out = nullptr;

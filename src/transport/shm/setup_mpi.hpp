@@ -1,16 +1,13 @@
-// Node and shared-memory set-up for a communicator made from an MPI communicator.
+// The shared-memory transport's set-up from MPI (see transport/registry.hpp).
 #pragma once
-#include <mpi.h>
-
-#include "runtime/communicator.hpp"
+#include "runtime/setup_mpi.hpp"
 
 namespace loom {
 
-// Collective over `comm`: sets the communicator's node map (the machine's,
-// or the topology parameter's), then attaches the intra-node path among the
-// ranks of each node when it has more than one and the shared_memory
-// parameter is on; a failure on any rank of a node leaves that node on
-// point-to-point. An invalid topology is an error.
-Status setup_nodes_mpi(MPI_Comm comm, Communicator &c);
+// Collective over setup.node: attaches the intra-node path among the ranks
+// of this one's node when it has more than one and the shared_memory
+// parameter is on; a failure on any rank of the node leaves the whole node
+// on point-to-point (said at verbose 1).
+void set_up_shared_memory_mpi(const MpiSetup &setup, Communicator &c);
 
 }  // namespace loom

@@ -1,0 +1,86 @@
+// Set-up for communicators made from an MPI communicator (loom_comm_create).
+// Which ranks share a node comes from MPI_Comm_split_type, or from the
+// emulated topology parameter (declared for MPI_COMM_WORLD's ranks, so
+// sub-communicators inherit it).
+#include "runtime/setup_mpi.hpp"
+
+#include <algorithm>
+
+#include "runtime/params.hpp"
+#include "transport/registry.hpp"
+
+namespace loom {
+namespace {
+
+// The rank in `to` of each rank of `from`, in `from`'s order.
+std::vector<int> translate_all(MPI_Comm from, MPI_Comm to) {
+    int n = 0;
+    MPI_Comm_size(from, &n);
+    MPI_Group g, tg;
+    MPI_Comm_group(from, &g);
+    MPI_Comm_group(to, &tg);
+    std::vector<int> mine(n), out(n);
+    for (int i = 0; i < n; ++i) mine[i] = i;
+    MPI_Group_translate_ranks(g, n, mine.data(), tg, out.data());
+    MPI_Group_free(&g);
+    MPI_Group_free(&tg);
+    return out;
+}
+
+// Each rank's node label: the emulated topology's, or the lowest
+// communicator rank of its shared-memory node.
+Status node_labels(MPI_Comm comm, MPI_Comm machine_node, const std::string &topology, std::vector<int> *labels,
+                   int *rails) {
+    int p = 0;
+    MPI_Comm_size(comm, &p);
+    labels->assign(p, 0);
+    *rails = 1;
+    if (topology.empty()) {
+        const int leader = ranks_in(machine_node, comm).front();
+        MPI_Allgather(&leader, 1, MPI_INT, labels->data(), 1, MPI_INT, comm);
+        return LOOM_SUCCESS;
+    }
+    int world_size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    NodeMap world;
+    if (NodeMap::parse(topology, world_size, &world) != LOOM_SUCCESS)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, std::string(last_error_message()) +
+                                                          " (it describes MPI_COMM_WORLD's " +
+                                                          std::to_string(world_size) + " ranks)");
+    const std::vector<int> in_world = translate_all(comm, MPI_COMM_WORLD);
+    for (int r = 0; r < p; ++r) (*labels)[r] = world.node_of[in_world[r]];
+    *rails = world.rails;
+    return LOOM_SUCCESS;
+}
+
+}  // namespace
+
+std::vector<int> ranks_in(MPI_Comm group_comm, MPI_Comm comm) {
+    std::vector<int> out = translate_all(group_comm, comm);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+Status setup_communicator_mpi(MPI_Comm comm, Communicator &c) {
+    MPI_Comm machine_node;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &machine_node) != MPI_SUCCESS)
+        return fail(LOOM_ERR_TRANSPORT, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+    std::vector<int> labels;
+    int rails = 1;
+    Status st = node_labels(comm, machine_node, c.config().raw(kParamTopology), &labels, &rails);
+    if (st == LOOM_SUCCESS) {
+        NodeMap map = NodeMap::from_labels(labels, rails);
+        map.emulated = !c.config().raw(kParamTopology).empty();
+        st = c.set_nodes(std::move(map));
+    }
+    if (st == LOOM_SUCCESS) {
+        MpiSetup setup{comm, MPI_COMM_NULL};
+        MPI_Comm_split(machine_node, labels[c.rank()], c.rank(), &setup.node);
+        for (const TransportSetup &t : transport_setups()) t.set_up(setup, c);
+        MPI_Comm_free(&setup.node);
+    }
+    MPI_Comm_free(&machine_node);
+    return st;
+}
+
+}  // namespace loom

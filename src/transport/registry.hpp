@@ -1,0 +1,21 @@
+// The one list of transports that communicators made from an MPI
+// communicator set up, in the order messages try them, before MPI
+// point-to-point, which carries everything else (NCCL's transport list).
+// Adding a transport: its folder under src/transport/ and one line here.
+#pragma once
+#include <vector>
+
+#include "runtime/setup_mpi.hpp"
+
+namespace loom {
+
+struct TransportSetup {
+    const char *name;
+    // Collective over setup.node (and setup.comm if it needs): adds the
+    // transport to the communicator, or leaves it out.
+    void (*set_up)(const MpiSetup &setup, Communicator &c);
+};
+
+const std::vector<TransportSetup> &transport_setups();
+
+}  // namespace loom
