@@ -19,13 +19,61 @@
 
 BEGIN_C_DECLS
 
-/* The collectives Loom takes over, for statistics and parameters. */
+/* The collectives Loom takes over, one line each; everything that differs
+ * between them is stated here (the module, the slots, the statistics and the
+ * entry points in coll_loom_collectives.c are generated from it).
+ *   name      Open MPI's slots coll_<name>, coll_i<name>, coll_<name>_init, libloom's
+ *             loom_<name>/loom_i<name>, and the name in statistics and parameters
+ *   NAME      its enum coll_loom_collective, COLL_LOOM_<NAME>
+ *   shape     its MPI arguments before comm: REDUCE (count, dtype, op), REDUCE_V (rcounts,
+ *             dtype, op) or MOVE (scount, sdtype, rcount, rdtype); see COLL_LOOM_PARAMS_*
+ *   in_place  1: sbuf == rbuf means in place (Open MPI's own communicator code passes that)
+ *   ranks     the blocking form's statistics count count x P (comm size) or count x 1 elements
+ *             (a request counts its count either way) */
+#define COLL_LOOM_COLLECTIVES(X)                                  \
+    X(allreduce,            ALLREDUCE,            REDUCE,   1, 1) \
+    X(reduce_scatter,       REDUCE_SCATTER,       REDUCE_V, 0, 1) \
+    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK, REDUCE,   0, P) \
+    X(allgather,            ALLGATHER,            MOVE,     0, 1) \
+    X(alltoall,             ALLTOALL,             MOVE,     0, P)
+
+/* The MPI arguments of each shape, as in Open MPI's slot types. */
+#define COLL_LOOM_PARAMS_REDUCE \
+    const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op
+#define COLL_LOOM_PARAMS_REDUCE_V \
+    const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op
+#define COLL_LOOM_PARAMS_MOVE                                                             \
+    const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
+        struct ompi_datatype_t *rdtype
+
+/* The three slots of a collective: blocking, nonblocking (i), persistent (_init). */
+#define COLL_LOOM_SIGNATURE_BLOCKING(name, shape)                                        \
+    int mca_coll_loom_##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
+                             mca_coll_base_module_t *module)
+#define COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape)                                      \
+    int mca_coll_loom_i##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+#define COLL_LOOM_SIGNATURE_PERSISTENT(name, shape)                                             \
+    int mca_coll_loom_##name##_init(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
+                                    struct ompi_info_t *info, ompi_request_t **request,         \
+                                    mca_coll_base_module_t *module)
+
+/* COLL_LOOM_SLOTS expands COLL_LOOM_SLOT(slot) for each of the 15 slots, in
+ * the order of coll_loom_previous_t (blocking, nonblocking, persistent);
+ * define COLL_LOOM_SLOT first, #undef it after. */
+#define COLL_LOOM_SLOT_B(name, ...) COLL_LOOM_SLOT(name)
+#define COLL_LOOM_SLOT_I(name, ...) COLL_LOOM_SLOT(i##name)
+#define COLL_LOOM_SLOT_P(name, ...) COLL_LOOM_SLOT(name##_init)
+#define COLL_LOOM_SLOTS                     \
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_SLOT_B) \
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_SLOT_I) \
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_SLOT_P)
+
+/* For statistics and parameters. */
 enum coll_loom_collective {
-    COLL_LOOM_ALLREDUCE,
-    COLL_LOOM_REDUCE_SCATTER,
-    COLL_LOOM_REDUCE_SCATTER_BLOCK,
-    COLL_LOOM_ALLGATHER,
-    COLL_LOOM_ALLTOALL,
+#define COLL_LOOM_ENUMERATOR(name, NAME, ...) COLL_LOOM_##NAME,
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_ENUMERATOR)
+#undef COLL_LOOM_ENUMERATOR
     COLL_LOOM_NCOLLECTIVES
 };
 
@@ -58,36 +106,11 @@ OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
 
 /* The functions of the module below Loom, one pair per slot Loom fills. */
 typedef struct coll_loom_previous_t {
-    mca_coll_base_module_allreduce_fn_t allreduce;
-    mca_coll_base_module_t *allreduce_module;
-    mca_coll_base_module_reduce_scatter_fn_t reduce_scatter;
-    mca_coll_base_module_t *reduce_scatter_module;
-    mca_coll_base_module_reduce_scatter_block_fn_t reduce_scatter_block;
-    mca_coll_base_module_t *reduce_scatter_block_module;
-    mca_coll_base_module_allgather_fn_t allgather;
-    mca_coll_base_module_t *allgather_module;
-    mca_coll_base_module_alltoall_fn_t alltoall;
-    mca_coll_base_module_t *alltoall_module;
-    mca_coll_base_module_iallreduce_fn_t iallreduce;
-    mca_coll_base_module_t *iallreduce_module;
-    mca_coll_base_module_ireduce_scatter_fn_t ireduce_scatter;
-    mca_coll_base_module_t *ireduce_scatter_module;
-    mca_coll_base_module_ireduce_scatter_block_fn_t ireduce_scatter_block;
-    mca_coll_base_module_t *ireduce_scatter_block_module;
-    mca_coll_base_module_iallgather_fn_t iallgather;
-    mca_coll_base_module_t *iallgather_module;
-    mca_coll_base_module_ialltoall_fn_t ialltoall;
-    mca_coll_base_module_t *ialltoall_module;
-    mca_coll_base_module_allreduce_init_fn_t allreduce_init;
-    mca_coll_base_module_t *allreduce_init_module;
-    mca_coll_base_module_reduce_scatter_init_fn_t reduce_scatter_init;
-    mca_coll_base_module_t *reduce_scatter_init_module;
-    mca_coll_base_module_reduce_scatter_block_init_fn_t reduce_scatter_block_init;
-    mca_coll_base_module_t *reduce_scatter_block_init_module;
-    mca_coll_base_module_allgather_init_fn_t allgather_init;
-    mca_coll_base_module_t *allgather_init_module;
-    mca_coll_base_module_alltoall_init_fn_t alltoall_init;
-    mca_coll_base_module_t *alltoall_init_module;
+#define COLL_LOOM_SLOT(slot)                 \
+    mca_coll_base_module_##slot##_fn_t slot; \
+    mca_coll_base_module_t *slot##_module;
+    COLL_LOOM_SLOTS
+#undef COLL_LOOM_SLOT
 } coll_loom_previous_t;
 
 enum coll_loom_state { COLL_LOOM_PENDING, COLL_LOOM_READY, COLL_LOOM_FAILED };
@@ -122,43 +145,21 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *com
 
 /* module */
 int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
-/* True when enable set Loom up on the module's communicator (on every rank
- * alike); false only after a local failure, reported when it happened. */
 /* Parameters changed through MPI_T since the last call go to libloom first,
  * so they apply from this call on. */
 void mca_coll_loom_sync_params(mca_coll_loom_module_t *m);
 /* False for the parameters libloom reads only when a communicator is set up. */
 bool mca_coll_loom_param_is_runtime(const char *name);
+/* True when enable set Loom up on the module's communicator (on every rank
+ * alike); false only after a local failure, reported when it happened. */
 static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
     if (m->state != COLL_LOOM_READY) return false;
     mca_coll_loom_sync_params(m);
     return true;
 }
 
-/* Argument checks shared by every form: true when Loom can take the call,
- * else *why says what goes to the module below. */
-bool mca_coll_loom_reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
-                                  loom_op_t *lop, enum coll_loom_fallback *why);
-bool mca_coll_loom_movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
-                                 struct ompi_datatype_t *rdtype, loom_datatype_t *type,
-                                 enum coll_loom_fallback *why);
-
 /* "allreduce", "reduce_scatter", ...: libloom's and the statistics' names. */
 const char *mca_coll_loom_collective_name(enum coll_loom_collective c);
-
-/* The nonblocking and persistent slots: if Loom takes the call (`loom_takes_it`)
- * and starting it succeeds, done; otherwise hand it to the module below.
- * A refusal by the argument checks is counted here with `why`; a refusal by
- * libloom is counted where it happens. */
-#define COLL_LOOM_OR_PREVIOUS(coll, loom_takes_it, why, start, previous) \
-    do {                                                              \
-        if (loom_takes_it) {                                          \
-            if ((start) == OMPI_SUCCESS) return MPI_SUCCESS;          \
-        } else {                                                      \
-            mca_coll_loom_count_fallback(coll, why);                  \
-        }                                                             \
-        return (previous);                                            \
-    } while (0)
 
 /* statistics */
 void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
@@ -167,7 +168,8 @@ void mca_coll_loom_print_stats(loom_comm_t world);
 
 /* requests: nonblocking and persistent collectives */
 /* Creates the request of a nonblocking (started now) or persistent (started
- * by MPI_Start) call. `rcounts` is reduce_scatter's, else NULL. */
+ * by MPI_Start) call. `sbuf` is MPI_IN_PLACE for an in-place call (the
+ * caller applies the table's in_place); `rcounts` is reduce_scatter's, else NULL. */
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
                                             const void *sbuf, void *rbuf, int64_t count, const int *rcounts,
                                             loom_datatype_t type, loom_op_t op, bool persistent,
@@ -178,53 +180,13 @@ bool mca_coll_loom_in_progress_callback(void);
 /* libloom's communicator over the PML on `comm`, in coll/loom's own tag range. */
 int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out);
 
-/* the slots */
-int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                 mca_coll_base_module_t *module);
-int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                       mca_coll_base_module_t *module);
-int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module);
-int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module);
-int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                             mca_coll_base_module_t *module);
-int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                                  mca_coll_base_module_t *module);
-int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                        ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                             ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                            ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                 ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
-                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                      ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                            struct ompi_info_t *info, ompi_request_t **request,
-                                            mca_coll_base_module_t *module);
-int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                 int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+/* the slots (coll_loom_collectives.c) */
+#define COLL_LOOM_PROTOTYPES(name, NAME, shape, ...) \
+    COLL_LOOM_SIGNATURE_BLOCKING(name, shape);       \
+    COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape);    \
+    COLL_LOOM_SIGNATURE_PERSISTENT(name, shape);
+COLL_LOOM_COLLECTIVES(COLL_LOOM_PROTOTYPES)
+#undef COLL_LOOM_PROTOTYPES
 
 END_C_DECLS
 #endif

@@ -31,8 +31,11 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .stats = false,
 };
 
-static const char *collective_names[COLL_LOOM_NCOLLECTIVES] = {"allreduce", "reduce_scatter",
-                                                               "reduce_scatter_block", "allgather", "alltoall"};
+static const char *collective_names[COLL_LOOM_NCOLLECTIVES] = {
+#define COLL_LOOM_NAME(name, ...) #name,
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_NAME)
+#undef COLL_LOOM_NAME
+};
 const char *mca_coll_loom_collective_name(enum coll_loom_collective c) { return collective_names[c]; }
 
 static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
@@ -196,20 +199,8 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(struct ompi_communicator_t *com
     if (!m) return NULL;
     m->comm = comm;
     m->super.coll_module_enable = mca_coll_loom_module_enable;
-    m->super.coll_allreduce = mca_coll_loom_allreduce;
-    m->super.coll_reduce_scatter = mca_coll_loom_reduce_scatter;
-    m->super.coll_reduce_scatter_block = mca_coll_loom_reduce_scatter_block;
-    m->super.coll_allgather = mca_coll_loom_allgather;
-    m->super.coll_alltoall = mca_coll_loom_alltoall;
-    m->super.coll_iallreduce = mca_coll_loom_iallreduce;
-    m->super.coll_ireduce_scatter = mca_coll_loom_ireduce_scatter;
-    m->super.coll_ireduce_scatter_block = mca_coll_loom_ireduce_scatter_block;
-    m->super.coll_iallgather = mca_coll_loom_iallgather;
-    m->super.coll_ialltoall = mca_coll_loom_ialltoall;
-    m->super.coll_allreduce_init = mca_coll_loom_allreduce_init;
-    m->super.coll_reduce_scatter_init = mca_coll_loom_reduce_scatter_init;
-    m->super.coll_reduce_scatter_block_init = mca_coll_loom_reduce_scatter_block_init;
-    m->super.coll_allgather_init = mca_coll_loom_allgather_init;
-    m->super.coll_alltoall_init = mca_coll_loom_alltoall_init;
+#define COLL_LOOM_SLOT(slot) m->super.coll_##slot = mca_coll_loom_##slot;
+    COLL_LOOM_SLOTS
+#undef COLL_LOOM_SLOT
     return &m->super;
 }

@@ -1,15 +1,14 @@
 /*
  * coll/loom module: one per communicator. Enable saves the functions of the
- * module below (the fallback) and sets Loom up on the communicator; each
- * slot converts MPI arguments to libloom's, or falls back with a
- * counted reason when libloom cannot do the call.
+ * module below (the fallback) and sets Loom up on the communicator; the
+ * slots themselves (coll_loom_collectives.c) convert MPI arguments to
+ * libloom's, or fall back with a counted reason when libloom cannot do the call.
  */
 #include "coll_loom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ompi/datatype/ompi_datatype.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 
@@ -19,6 +18,7 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->shm_inbox = NULL;
     m->node_labels = NULL;
     m->counts64 = NULL;
+    m->applied = NULL;  /* OBJ_NEW does not zero: destruct frees it even when set_up never ran */
     m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
@@ -27,13 +27,9 @@ static void module_construct(mca_coll_loom_module_t *m) {
 
 static void release_previous(mca_coll_loom_module_t *m) {
     mca_coll_base_module_t **slots[] = {
-        &m->previous.allreduce_module, &m->previous.reduce_scatter_module,
-        &m->previous.reduce_scatter_block_module, &m->previous.allgather_module, &m->previous.alltoall_module,
-        &m->previous.iallreduce_module, &m->previous.ireduce_scatter_module,
-        &m->previous.ireduce_scatter_block_module, &m->previous.iallgather_module, &m->previous.ialltoall_module,
-        &m->previous.allreduce_init_module, &m->previous.reduce_scatter_init_module,
-        &m->previous.reduce_scatter_block_init_module, &m->previous.allgather_init_module,
-        &m->previous.alltoall_init_module,
+#define COLL_LOOM_SLOT(slot) &m->previous.slot##_module,
+        COLL_LOOM_SLOTS
+#undef COLL_LOOM_SLOT
     };
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); ++i)
         if (*slots[i]) {
@@ -100,10 +96,10 @@ void mca_coll_loom_sync_params(mca_coll_loom_module_t *m) {
     }
 }
 
-#define SAVE_PREVIOUS(m, comm, slot)                                   \
-    do {                                                               \
-        (m)->previous.slot = (comm)->c_coll->coll_##slot;              \
-        (m)->previous.slot##_module = (comm)->c_coll->coll_##slot##_module; \
+#define SAVE_PREVIOUS(m, comm, slot)                                              \
+    do {                                                                          \
+        (m)->previous.slot = (comm)->c_coll->coll_##slot;                         \
+        (m)->previous.slot##_module = (comm)->c_coll->coll_##slot##_module;       \
         if ((m)->previous.slot##_module) OBJ_RETAIN((m)->previous.slot##_module); \
     } while (0)
 
@@ -154,303 +150,24 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     /* Modules are enabled from lowest to highest priority, so the table
      * now holds the functions Loom falls back to. */
     if (!m->previous_saved) {
-        SAVE_PREVIOUS(m, comm, allreduce);
-        SAVE_PREVIOUS(m, comm, reduce_scatter);
-        SAVE_PREVIOUS(m, comm, reduce_scatter_block);
-        SAVE_PREVIOUS(m, comm, allgather);
-        SAVE_PREVIOUS(m, comm, alltoall);
-        SAVE_PREVIOUS(m, comm, iallreduce);
-        SAVE_PREVIOUS(m, comm, ireduce_scatter);
-        SAVE_PREVIOUS(m, comm, ireduce_scatter_block);
-        SAVE_PREVIOUS(m, comm, iallgather);
-        SAVE_PREVIOUS(m, comm, ialltoall);
-        SAVE_PREVIOUS(m, comm, allreduce_init);
-        SAVE_PREVIOUS(m, comm, reduce_scatter_init);
-        SAVE_PREVIOUS(m, comm, reduce_scatter_block_init);
-        SAVE_PREVIOUS(m, comm, allgather_init);
-        SAVE_PREVIOUS(m, comm, alltoall_init);
+#define COLL_LOOM_SLOT(slot) SAVE_PREVIOUS(m, comm, slot);
+        COLL_LOOM_SLOTS
+#undef COLL_LOOM_SLOT
         m->previous_saved = true;
     }
-    if (!m->previous.allreduce || !m->previous.reduce_scatter || !m->previous.reduce_scatter_block ||
-        !m->previous.allgather || !m->previous.alltoall || !m->previous.iallreduce ||
-        !m->previous.ireduce_scatter || !m->previous.ireduce_scatter_block || !m->previous.iallgather ||
-        !m->previous.ialltoall) {
+    /* Blocking and nonblocking slots are needed below Loom. */
+#define COLL_LOOM_MISSING(name, ...) !m->previous.name || !m->previous.i##name ||
+    if (COLL_LOOM_COLLECTIVES(COLL_LOOM_MISSING) false) {
         /* Nothing to fall back to: do not take the communicator. */
         release_previous(m);
         return OMPI_ERROR;
     }
+#undef COLL_LOOM_MISSING
     /* Persistent slots are optional below Loom (only libnbc fills them): take
      * one only where there is a module to hand refusals to. */
-    if (!m->previous.allreduce_init) m->super.coll_allreduce_init = NULL;
-    if (!m->previous.reduce_scatter_init) m->super.coll_reduce_scatter_init = NULL;
-    if (!m->previous.reduce_scatter_block_init) m->super.coll_reduce_scatter_block_init = NULL;
-    if (!m->previous.allgather_init) m->super.coll_allgather_init = NULL;
-    if (!m->previous.alltoall_init) m->super.coll_alltoall_init = NULL;
+#define COLL_LOOM_OPTIONAL(name, ...) if (!m->previous.name##_init) m->super.coll_##name##_init = NULL;
+    COLL_LOOM_COLLECTIVES(COLL_LOOM_OPTIONAL)
+#undef COLL_LOOM_OPTIONAL
     if (m->state == COLL_LOOM_PENDING) m->state = set_up(m, comm) ? COLL_LOOM_READY : COLL_LOOM_FAILED;
     return OMPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------------ */
-/* argument conversion shared by blocking, nonblocking and persistent */
-
-/* Loom's type for an MPI datatype, or false (fall back). The last one
- * accepted is remembered (predefined handles are never freed): loops call
- * with the same type, and the lookup compares handle after handle. */
-static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
-    static _Thread_local struct ompi_datatype_t *known;  /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
-    static _Thread_local loom_datatype_t known_type;
-    if (dtype == known && known) {
-        *out = known_type;
-        return true;
-    }
-    if (loom_datatype_from_mpi(dtype, out) != LOOM_SUCCESS) return false;
-    known = dtype;
-    known_type = *out;
-    return true;
-}
-
-/* Checks a reduction's type and op; on failure sets *why. The last accepted
- * pair is remembered: loops call with the same one. */
-static _Thread_local struct ompi_datatype_t *last_dtype;  /* per thread, as in loom_type */
-static _Thread_local struct ompi_op_t *last_op;
-static _Thread_local loom_datatype_t last_type;
-static _Thread_local loom_op_t last_lop;
-
-bool mca_coll_loom_reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type,
-                           loom_op_t *lop, enum coll_loom_fallback *why) {
-    if (dtype == last_dtype && op == last_op) {
-        *type = last_type;
-        *lop = last_lop;
-        return true;
-    }
-    if (!loom_type(dtype, type)) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
-        *why = COLL_LOOM_FALLBACK_OP;
-        return false;
-    }
-    if (!loom_op_supported(*type, *lop)) {
-        *why = COLL_LOOM_FALLBACK_TYPE_OP;
-        return false;
-    }
-    last_dtype = dtype;  /* predefined handles: never freed, safe to remember */
-    last_op = op;
-    last_type = *type;
-    last_lop = *lop;
-    return true;
-}
-
-/* allgather/alltoall: one element type on both sides (or in place). */
-bool mca_coll_loom_movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
-                          struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
-    if (!loom_type(rdtype, type)) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) {
-        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
-        return false;
-    }
-    /* Open MPI's request layer retains non-predefined types even when in
-     * place; such calls stay with libnbc/tuned. */
-    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
-        *why = COLL_LOOM_FALLBACK_DATATYPE;
-        return false;
-    }
-    return true;
-}
-
-static size_t type_size(loom_datatype_t t) {
-    size_t s = 0;
-    loom_datatype_size(t, &s);
-    return s;
-}
-
-/* Records a finished Loom call, or reports libloom's refusal. */
-static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
-    if (rc != LOOM_SUCCESS) {
-        if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
-            fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n", mca_coll_loom_collective_name(c),
-                    loom_strerror(rc), loom_last_error());
-        mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
-        return false;
-    }
-    const char *algorithm = NULL;
-    /* Which algorithm ran is only needed for the statistics. */
-    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, mca_coll_loom_collective_name(c), &algorithm);
-    mca_coll_loom_count_call(c, bytes, algorithm);
-    return true;
-}
-
-/* ------------------------------------------------------------------ */
-/* blocking */
-
-int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
-        /* Open MPI's own communicator code passes sbuf == rbuf: same data,
-         * so it is an in-place call. */
-        int rc = loom_allreduce(sbuf == rbuf ? MPI_IN_PLACE : sbuf, rbuf, count, type, lop, m->loom);
-        if (loom_done(m, COLL_LOOM_ALLREDUCE, rc, (size_t)count * type_size(type))) return MPI_SUCCESS;
-        why = COLL_LOOM_FALLBACK_LOOM_ERROR;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_ALLREDUCE, why);
-    }
-    return m->previous.allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous.allreduce_module);
-}
-
-int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                 mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
-        /* The module's own array: blocking collectives on one communicator
-         * never overlap, so no allocation per call is needed. */
-        const int p = ompi_comm_size(comm);
-        size_t total = 0;
-        for (int i = 0; i < p; ++i) {
-            m->counts64[i] = rcounts[i];
-            total += (size_t)rcounts[i];
-        }
-        int rc = loom_reduce_scatter(sbuf, rbuf, m->counts64, type, lop, m->loom);
-        if (loom_done(m, COLL_LOOM_REDUCE_SCATTER, rc, total * type_size(type))) return MPI_SUCCESS;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER, why);
-    }
-    return m->previous.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->previous.reduce_scatter_module);
-}
-
-int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                       mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    if (mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why)) {
-        int rc = loom_reduce_scatter_block(sbuf, rbuf, rcount, type, lop, m->loom);
-        if (loom_done(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, rc,
-                      (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
-            return MPI_SUCCESS;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_REDUCE_SCATTER_BLOCK, why);
-    }
-    return m->previous.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                            m->previous.reduce_scatter_block_module);
-}
-
-int mca_coll_loom_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    if (mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
-        int rc = loom_allgather(sbuf, rbuf, rcount, type, m->loom);
-        if (loom_done(m, COLL_LOOM_ALLGATHER, rc, (size_t)rcount * type_size(type))) return MPI_SUCCESS;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_ALLGATHER, why);
-    }
-    return m->previous.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous.allgather_module);
-}
-
-int mca_coll_loom_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    if (mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)) {
-        int rc = loom_alltoall(sbuf, rbuf, rcount, type, m->loom);
-        if (loom_done(m, COLL_LOOM_ALLTOALL, rc, (size_t)rcount * (size_t)ompi_comm_size(comm) * type_size(type)))
-            return MPI_SUCCESS;
-    } else {
-        mca_coll_loom_count_fallback(COLL_LOOM_ALLTOALL, why);
-    }
-    return m->previous.alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous.alltoall_module);
-}
-
-/* ------------------------------------------------------------------ */
-/* nonblocking and persistent: same checks, then a request */
-
-
-int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                             mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
-                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type, lop,
-                                                        false, request),
-                m->previous.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous.iallreduce_module));
-}
-
-int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                                  mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
-                          mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts,
-                                                                  type, lop, false, request),
-                          m->previous.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                                      m->previous.ireduce_scatter_module));
-}
-
-int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                        ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
-                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, NULL,
-                                                        type, lop, false, request),
-                m->previous.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                                  m->previous.ireduce_scatter_block_module));
-}
-
-int mca_coll_loom_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                             ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
-                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
-                                                        LOOM_SUM, false, request),
-                m->previous.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                       m->previous.iallgather_module));
-}
-
-int mca_coll_loom_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                            ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
-                mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
-                                                        LOOM_SUM, false, request),
-                m->previous.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                      m->previous.ialltoall_module));
 }

@@ -91,7 +91,9 @@ static int activate(mca_coll_loom_request_t *r) {
     return OMPI_SUCCESS;
 }
 
-/* Starts the libloom collective of `r`. */
+/* Starts the libloom collective of `r`. Written out rather than generated
+ * from COLL_LOOM_COLLECTIVES: five cases and no default make GCC emit a jump
+ * table, dearer per call than this compare tree. */
 static int start_one(mca_coll_loom_request_t *r) {
     loom_comm_t lc = r->module->loom;
     int rc;
@@ -175,8 +177,7 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->module = m;
     r->running = NULL;
     r->collective = c;
-    /* Open MPI's communicator code passes sbuf == rbuf: an in-place call. */
-    r->sbuf = (c == COLL_LOOM_ALLREDUCE && sbuf == rbuf) ? MPI_IN_PLACE : sbuf;
+    r->sbuf = sbuf;  /* MPI_IN_PLACE already where sbuf == rbuf means in place (the table's in_place) */
     r->rbuf = rbuf;
     r->count = count;
     r->counts = NULL;
@@ -212,85 +213,4 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     }
     *request = &r->super;
     return OMPI_SUCCESS;
-}
-
-/* ------------------------------------------------------------------ */
-/* persistent: checked once at init, started by MPI_Start */
-
-
-int mca_coll_loom_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                 ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLREDUCE, loom_takes_it, why,
-                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLREDUCE, sbuf, rbuf, count, NULL, type,
-                                                             lop, true, request),
-                     m->previous.allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                                                m->previous.allreduce_init_module));
-}
-
-int mca_coll_loom_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
-                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                      ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER, loom_takes_it, why,
-                          mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER, sbuf, rbuf, 0, rcounts, type,
-                                                                  lop, true, request),
-                          m->previous.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
-                                                          m->previous.reduce_scatter_init_module));
-}
-
-int mca_coll_loom_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                            struct ompi_info_t *info, ompi_request_t **request,
-                                            mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    loom_op_t lop;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) && mca_coll_loom_reduction_args(dtype, op, &type, &lop, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_REDUCE_SCATTER_BLOCK, loom_takes_it, why,
-                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount,
-                                                             NULL, type, lop, true, request),
-                     m->previous.reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
-                                                           m->previous.reduce_scatter_block_init_module));
-}
-
-int mca_coll_loom_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                 int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) &&
-              mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLGATHER, loom_takes_it, why,
-                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLGATHER, sbuf, rbuf, rcount, NULL, type,
-                                                             LOOM_SUM, true, request),
-                     m->previous.allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
-                                                m->previous.allgather_init_module));
-}
-
-int mca_coll_loom_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
-    loom_datatype_t type;
-    enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;
-    bool loom_takes_it = mca_coll_loom_usable(m) &&
-              mca_coll_loom_movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why);
-    COLL_LOOM_OR_PREVIOUS(COLL_LOOM_ALLTOALL, loom_takes_it, why,
-                     mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_ALLTOALL, sbuf, rbuf, rcount, NULL, type,
-                                                             LOOM_SUM, true, request),
-                     m->previous.alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
-                                               m->previous.alltoall_init_module));
 }

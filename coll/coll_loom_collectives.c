@@ -1,0 +1,221 @@
+/*
+ * coll/loom's entry points: the blocking, nonblocking and persistent slot of
+ * every collective in COLL_LOOM_COLLECTIVES (coll_loom.h), generated below
+ * from one path per form. A call Loom can take goes to libloom; any other,
+ * and any libloom refuses, goes to the module below with a counted reason.
+ */
+#include "coll_loom.h"
+
+#include <stdio.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+
+/* ------------------------------------------------------------------ */
+/* argument conversion shared by blocking, nonblocking and persistent */
+
+/* Loom's type for an MPI datatype, or false (fall back). The last one
+ * accepted is remembered (predefined handles are never freed): loops call
+ * with the same type, and the lookup compares handle after handle. */
+static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
+    static _Thread_local struct ompi_datatype_t *known;  /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
+    static _Thread_local loom_datatype_t known_type;
+    if (dtype == known && known) {
+        *out = known_type;
+        return true;
+    }
+    if (loom_datatype_from_mpi(dtype, out) != LOOM_SUCCESS) return false;
+    known = dtype;
+    known_type = *out;
+    return true;
+}
+
+/* Checks a reduction's type and op; on failure sets *why. The last accepted
+ * pair is remembered: loops call with the same one. */
+static _Thread_local struct ompi_datatype_t *last_dtype;  /* per thread, as in loom_type */
+static _Thread_local struct ompi_op_t *last_op;
+static _Thread_local loom_datatype_t last_type;
+static _Thread_local loom_op_t last_lop;
+
+static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type, loom_op_t *lop,
+                           enum coll_loom_fallback *why) {
+    if (dtype == last_dtype && op == last_op) {
+        *type = last_type;
+        *lop = last_lop;
+        return true;
+    }
+    if (!loom_type(dtype, type)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
+        *why = COLL_LOOM_FALLBACK_OP;
+        return false;
+    }
+    if (!loom_op_supported(*type, *lop)) {
+        *why = COLL_LOOM_FALLBACK_TYPE_OP;
+        return false;
+    }
+    last_dtype = dtype;  /* predefined handles: never freed, safe to remember */
+    last_op = op;
+    last_type = *type;
+    last_lop = *lop;
+    return true;
+}
+
+/* allgather/alltoall: one element type on both sides (or in place). */
+static bool movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
+                          struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
+    if (!loom_type(rdtype, type)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) {
+        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
+        return false;
+    }
+    /* Open MPI's request layer retains non-predefined types even when in
+     * place; such calls stay with libnbc/tuned. */
+    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    return true;
+}
+
+static size_t type_size(loom_datatype_t t) {
+    size_t s = 0;
+    loom_datatype_size(t, &s);
+    return s;
+}
+
+/* Records a finished Loom call, or reports libloom's refusal. */
+static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
+    if (rc != LOOM_SUCCESS) {
+        if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
+            fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n",
+                    mca_coll_loom_collective_name(c), loom_strerror(rc), loom_last_error());
+        mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
+        return false;
+    }
+    const char *algorithm = NULL;
+    /* Which algorithm ran is only needed for the statistics. */
+    if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, mca_coll_loom_collective_name(c), &algorithm);
+    mca_coll_loom_count_call(c, bytes, algorithm);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* what differs between the argument shapes (COLL_LOOM_PARAMS_*) */
+
+/* The MPI arguments, as handed to the module below. */
+#define COLL_LOOM_ARGS_REDUCE   sbuf, rbuf, count, dtype, op
+#define COLL_LOOM_ARGS_REDUCE_V sbuf, rbuf, rcounts, dtype, op
+#define COLL_LOOM_ARGS_MOVE     sbuf, scount, sdtype, rbuf, rcount, rdtype
+
+/* The checks: true when Loom can take the call, else they set why. A
+ * movement has no op; its requests are given LOOM_SUM, which they ignore. */
+#define COLL_LOOM_LOP_DECL_REDUCE   loom_op_t lop;
+#define COLL_LOOM_LOP_DECL_REDUCE_V loom_op_t lop;
+#define COLL_LOOM_LOP_DECL_MOVE
+#define COLL_LOOM_CHECK_REDUCE   reduction_args(dtype, op, &type, &lop, &why)
+#define COLL_LOOM_CHECK_REDUCE_V reduction_args(dtype, op, &type, &lop, &why)
+#define COLL_LOOM_CHECK_MOVE     movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)
+#define COLL_LOOM_LOP_REDUCE     lop
+#define COLL_LOOM_LOP_REDUCE_V   lop
+#define COLL_LOOM_LOP_MOVE       LOOM_SUM
+
+/* A request's count and counts (mca_coll_loom_request_start_nonblocking). */
+#define COLL_LOOM_COUNTS_REDUCE   count, NULL
+#define COLL_LOOM_COUNTS_REDUCE_V 0, rcounts
+#define COLL_LOOM_COUNTS_MOVE     rcount, NULL
+
+/* A blocking call: runs loom_<name>, sets rc and the bytes the statistics
+ * count (count x ranks x element size; reduce_scatter: the counts' sum x
+ * element size). */
+#define COLL_LOOM_RUN_REDUCE(name, send, ranks)              \
+    rc = loom_##name(send, rbuf, count, type, lop, m->loom); \
+    bytes = (size_t)count * (ranks) * type_size(type)
+/* The module's own array: blocking collectives on one communicator never
+ * overlap, so no allocation per call is needed. */
+#define COLL_LOOM_RUN_REDUCE_V(name, send, ranks)                  \
+    const int p = ompi_comm_size(comm);                            \
+    size_t total = 0;                                              \
+    for (int i = 0; i < p; ++i) {                                  \
+        m->counts64[i] = rcounts[i];                               \
+        total += (size_t)rcounts[i];                               \
+    }                                                              \
+    rc = loom_##name(send, rbuf, m->counts64, type, lop, m->loom); \
+    bytes = total * type_size(type)
+#define COLL_LOOM_RUN_MOVE(name, send, ranks)            \
+    rc = loom_##name(send, rbuf, rcount, type, m->loom); \
+    bytes = (size_t)rcount * (ranks) * type_size(type)
+
+/* The table's columns in_place and ranks. */
+#define COLL_LOOM_SEND(in_place) ((in_place) && sbuf == rbuf ? MPI_IN_PLACE : sbuf)
+#define COLL_LOOM_RANKS_1 (size_t)1
+#define COLL_LOOM_RANKS_P (size_t)ompi_comm_size(comm)
+
+/* ------------------------------------------------------------------ */
+/* the common paths, one per form */
+
+/* Blocking: libloom runs the call now; a refusal by the checks is counted
+ * here, one by libloom in loom_done. */
+#define COLL_LOOM_BLOCKING(name, NAME, shape, in_place, ranks)                              \
+    COLL_LOOM_SIGNATURE_BLOCKING(name, shape) {                                             \
+        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                       \
+        loom_datatype_t type;                                                               \
+        COLL_LOOM_LOP_DECL_##shape                                                          \
+        enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                        \
+        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                           \
+            int rc;                                                                         \
+            size_t bytes;                                                                   \
+            COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks); \
+            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;              \
+        } else {                                                                            \
+            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                            \
+        }                                                                                   \
+        return m->previous.name(COLL_LOOM_ARGS_##shape, comm, m->previous.name##_module);   \
+    }
+
+/* Nonblocking (started now) and persistent (started by MPI_Start, checked
+ * once here): a request if Loom takes the call and creating it succeeds,
+ * else the module below. A refusal by the checks is counted here, one by
+ * libloom where it happens. `persistent` is the token false or true: pasted,
+ * it picks whether the module below is passed info. */
+#define COLL_LOOM_INFO_ARG_false
+#define COLL_LOOM_INFO_ARG_true info,
+#define COLL_LOOM_REQUEST_BODY(slot, NAME, shape, in_place, persistent)                                        \
+    {                                                                                                          \
+        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                                          \
+        loom_datatype_t type;                                                                                  \
+        COLL_LOOM_LOP_DECL_##shape                                                                             \
+        enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                                           \
+        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                              \
+            if (mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_##NAME, COLL_LOOM_SEND(in_place), rbuf,   \
+                                                        COLL_LOOM_COUNTS_##shape, type, COLL_LOOM_LOP_##shape, \
+                                                        persistent, request) == OMPI_SUCCESS)                  \
+                return MPI_SUCCESS;                                                                            \
+        } else {                                                                                               \
+            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                               \
+        }                                                                                                      \
+        return m->previous.slot(COLL_LOOM_ARGS_##shape, comm, COLL_LOOM_INFO_ARG_##persistent request,         \
+                                m->previous.slot##_module);                                                    \
+    }
+#define COLL_LOOM_NONBLOCKING(name, NAME, shape, in_place, ranks) \
+    COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape) COLL_LOOM_REQUEST_BODY(i##name, NAME, shape, in_place, false)
+#define COLL_LOOM_PERSISTENT(name, NAME, shape, in_place, ranks) \
+    COLL_LOOM_SIGNATURE_PERSISTENT(name, shape) COLL_LOOM_REQUEST_BODY(name##_init, NAME, shape, in_place, true)
+
+COLL_LOOM_COLLECTIVES(COLL_LOOM_BLOCKING)
+COLL_LOOM_COLLECTIVES(COLL_LOOM_NONBLOCKING)
+COLL_LOOM_COLLECTIVES(COLL_LOOM_PERSISTENT)
+
+#ifdef __GNUC__
+/* Open MPI calls these through its slot types: each must be exactly one. */
+#define COLL_LOOM_SLOT(slot)                                                         \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&mca_coll_loom_##slot),   \
+                                                mca_coll_base_module_##slot##_fn_t), \
+                   "mca_coll_loom_" #slot " is not Open MPI's mca_coll_base_module_" #slot "_fn_t");
+COLL_LOOM_SLOTS
+#undef COLL_LOOM_SLOT
+#endif
