@@ -10,11 +10,14 @@
 
 #include "ompi_config.h"
 
+// Open MPI's mpi.h before anything that includes it as <mpi.h> (loom.h):
+// its extension headers need the MPI types defined first.
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 #include "opal/mca/base/mca_base_var.h"
+
 #include "loom.h"
 
 BEGIN_C_DECLS
@@ -30,29 +33,27 @@ BEGIN_C_DECLS
  *   in_place  1: sbuf == rbuf means in place (Open MPI's own communicator code passes that)
  *   ranks     the blocking form's statistics count count x P (comm size) or count x 1 elements
  *             (a request counts its count either way) */
-#define COLL_LOOM_COLLECTIVES(X)                                  \
-    X(allreduce,            ALLREDUCE,            REDUCE,   1, 1) \
-    X(reduce_scatter,       REDUCE_SCATTER,       REDUCE_V, 0, 1) \
-    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK, REDUCE,   0, P) \
-    X(allgather,            ALLGATHER,            MOVE,     0, 1) \
-    X(alltoall,             ALLTOALL,             MOVE,     0, P)
+#define COLL_LOOM_COLLECTIVES(X)                                \
+    X(allreduce, ALLREDUCE, REDUCE, 1, 1)                       \
+    X(reduce_scatter, REDUCE_SCATTER, REDUCE_V, 0, 1)           \
+    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK, REDUCE, 0, P) \
+    X(allgather, ALLGATHER, MOVE, 0, 1)                         \
+    X(alltoall, ALLTOALL, MOVE, 0, P)
 
 /* The MPI arguments of each shape, as in Open MPI's slot types. */
 #define COLL_LOOM_PARAMS_REDUCE \
     const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op
 #define COLL_LOOM_PARAMS_REDUCE_V \
     const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op
-#define COLL_LOOM_PARAMS_MOVE                                                             \
-    const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
-        struct ompi_datatype_t *rdtype
+#define COLL_LOOM_PARAMS_MOVE \
+    const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype
 
 /* The three slots of a collective: blocking, nonblocking (i), persistent (_init). */
-#define COLL_LOOM_SIGNATURE_BLOCKING(name, shape)                                        \
-    int mca_coll_loom_##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
-                             mca_coll_base_module_t *module)
-#define COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape)                                      \
-    int mca_coll_loom_i##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
-                              ompi_request_t **request, mca_coll_base_module_t *module)
+#define COLL_LOOM_SIGNATURE_BLOCKING(name, shape) \
+    int mca_coll_loom_##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+#define COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape)                                                                \
+    int mca_coll_loom_i##name(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, ompi_request_t **request, \
+                              mca_coll_base_module_t *module)
 #define COLL_LOOM_SIGNATURE_PERSISTENT(name, shape)                                             \
     int mca_coll_loom_##name##_init(COLL_LOOM_PARAMS_##shape, struct ompi_communicator_t *comm, \
                                     struct ompi_info_t *info, ompi_request_t **request,         \
@@ -74,17 +75,17 @@ enum coll_loom_collective {
 #define COLL_LOOM_ENUMERATOR(name, NAME, ...) COLL_LOOM_##NAME,
     COLL_LOOM_COLLECTIVES(COLL_LOOM_ENUMERATOR)
 #undef COLL_LOOM_ENUMERATOR
-    COLL_LOOM_NCOLLECTIVES
+        COLL_LOOM_NCOLLECTIVES
 };
 
 /* Why a call went to the module below Loom. */
 enum coll_loom_fallback {
-    COLL_LOOM_FALLBACK_DATATYPE,        /* derived, non-contiguous or unsupported datatype */
-    COLL_LOOM_FALLBACK_OP,              /* user-defined or non-commutative op */
-    COLL_LOOM_FALLBACK_TYPE_OP,         /* op not defined for the datatype */
-    COLL_LOOM_FALLBACK_MISMATCHED_TYPES,/* send and receive signatures differ */
+    COLL_LOOM_FALLBACK_DATATYPE,         /* derived, non-contiguous or unsupported datatype */
+    COLL_LOOM_FALLBACK_OP,               /* user-defined or non-commutative op */
+    COLL_LOOM_FALLBACK_TYPE_OP,          /* op not defined for the datatype */
+    COLL_LOOM_FALLBACK_MISMATCHED_TYPES, /* send and receive signatures differ */
     COLL_LOOM_FALLBACK_NOT_SET_UP,       /* enable could not set Loom up here */
-    COLL_LOOM_FALLBACK_LOOM_ERROR,      /* libloom refused the call (see verbose output) */
+    COLL_LOOM_FALLBACK_LOOM_ERROR,       /* libloom refused the call (see verbose output) */
     COLL_LOOM_NFALLBACKS
 };
 
@@ -93,8 +94,8 @@ typedef struct mca_coll_loom_component_t {
     int priority;
     int verbose;
     bool stats;
-    int param_count;      /* libloom parameters exposed as MCA variables */
-    char **param_values;  /* their values, by libloom parameter index */
+    int param_count;     /* libloom parameters exposed as MCA variables */
+    char **param_values; /* their values, by libloom parameter index */
     /* Those changeable at run time: their indices, and where their MCA
      * variables keep their source (an MPI_T write makes it SET). */
     int runtime_count;
@@ -117,12 +118,12 @@ enum coll_loom_state { COLL_LOOM_PENDING, COLL_LOOM_READY, COLL_LOOM_FAILED };
 
 typedef struct mca_coll_loom_module_t {
     mca_coll_base_module_t super;
-    ompi_communicator_t *comm;          /* the user's communicator */
+    ompi_communicator_t *comm; /* the user's communicator */
     loom_comm_t loom;
-    loom_shm_inbox_t shm_inbox;         /* created in enable, attached when loom is made */
-    int *node_labels;                   /* per rank of comm: equal for ranks of one node */
-    int64_t *counts64;                  /* reduce_scatter's counts for libloom, one per rank */
-    char **applied;                     /* per parameter changeable at run time: the value libloom has */
+    loom_shm_inbox_t shm_inbox; /* created in enable, attached when loom is made */
+    int *node_labels;           /* per rank of comm: equal for ranks of one node */
+    int64_t *counts64;          /* reduce_scatter's counts for libloom, one per rank */
+    char **applied;             /* per parameter changeable at run time: the value libloom has */
     int rails;
     enum coll_loom_state state;
     bool previous_saved;
@@ -170,10 +171,9 @@ void mca_coll_loom_print_stats(loom_comm_t world);
 /* Creates the request of a nonblocking (started now) or persistent (started
  * by MPI_Start) call. `sbuf` is MPI_IN_PLACE for an in-place call (the
  * caller applies the table's in_place); `rcounts` is reduce_scatter's, else NULL. */
-int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
-                                            const void *sbuf, void *rbuf, int64_t count, const int *rcounts,
-                                            loom_datatype_t type, loom_op_t op, bool persistent,
-                                            ompi_request_t **request);
+int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c, const void *sbuf,
+                                            void *rbuf, int64_t count, const int *rcounts, loom_datatype_t type,
+                                            loom_op_t op, bool persistent, ompi_request_t **request);
 void mca_coll_loom_progress_fini(void);
 bool mca_coll_loom_in_progress_callback(void);
 

@@ -17,7 +17,7 @@
  * accepted is remembered (predefined handles are never freed): loops call
  * with the same type, and the lookup compares handle after handle. */
 static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
-    static _Thread_local struct ompi_datatype_t *known;  /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
+    static _Thread_local struct ompi_datatype_t *known; /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
     static _Thread_local loom_datatype_t known_type;
     if (dtype == known && known) {
         *out = known_type;
@@ -31,7 +31,7 @@ static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
 
 /* Checks a reduction's type and op; on failure sets *why. The last accepted
  * pair is remembered: loops call with the same one. */
-static _Thread_local struct ompi_datatype_t *last_dtype;  /* per thread, as in loom_type */
+static _Thread_local struct ompi_datatype_t *last_dtype; /* per thread, as in loom_type */
 static _Thread_local struct ompi_op_t *last_op;
 static _Thread_local loom_datatype_t last_type;
 static _Thread_local loom_op_t last_lop;
@@ -55,7 +55,7 @@ static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, 
         *why = COLL_LOOM_FALLBACK_TYPE_OP;
         return false;
     }
-    last_dtype = dtype;  /* predefined handles: never freed, safe to remember */
+    last_dtype = dtype; /* predefined handles: never freed, safe to remember */
     last_op = op;
     last_type = *type;
     last_lop = *lop;
@@ -108,33 +108,33 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
 /* what differs between the argument shapes (COLL_LOOM_PARAMS_*) */
 
 /* The MPI arguments, as handed to the module below. */
-#define COLL_LOOM_ARGS_REDUCE   sbuf, rbuf, count, dtype, op
+#define COLL_LOOM_ARGS_REDUCE sbuf, rbuf, count, dtype, op
 #define COLL_LOOM_ARGS_REDUCE_V sbuf, rbuf, rcounts, dtype, op
-#define COLL_LOOM_ARGS_MOVE     sbuf, scount, sdtype, rbuf, rcount, rdtype
+#define COLL_LOOM_ARGS_MOVE sbuf, scount, sdtype, rbuf, rcount, rdtype
 
 /* The checks: true when Loom can take the call, else they set why. A
  * movement has no op; its requests are given LOOM_SUM, which they ignore. */
-#define COLL_LOOM_LOP_DECL_REDUCE   loom_op_t lop;
+#define COLL_LOOM_LOP_DECL_REDUCE loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_REDUCE_V loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_MOVE
-#define COLL_LOOM_CHECK_REDUCE   reduction_args(dtype, op, &type, &lop, &why)
+#define COLL_LOOM_CHECK_REDUCE reduction_args(dtype, op, &type, &lop, &why)
 #define COLL_LOOM_CHECK_REDUCE_V reduction_args(dtype, op, &type, &lop, &why)
-#define COLL_LOOM_CHECK_MOVE     movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)
-#define COLL_LOOM_LOP_REDUCE     lop
-#define COLL_LOOM_LOP_REDUCE_V   lop
-#define COLL_LOOM_LOP_MOVE       LOOM_SUM
+#define COLL_LOOM_CHECK_MOVE movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)
+#define COLL_LOOM_LOP_REDUCE lop
+#define COLL_LOOM_LOP_REDUCE_V lop
+#define COLL_LOOM_LOP_MOVE LOOM_SUM
 
 /* A request's count and counts (mca_coll_loom_request_start_nonblocking). */
-#define COLL_LOOM_COUNTS_REDUCE   count, NULL
+#define COLL_LOOM_COUNTS_REDUCE count, NULL
 #define COLL_LOOM_COUNTS_REDUCE_V 0, rcounts
-#define COLL_LOOM_COUNTS_MOVE     rcount, NULL
+#define COLL_LOOM_COUNTS_MOVE rcount, NULL
 
 /* A blocking call: runs loom_<name>, sets rc and the bytes the statistics
  * count (count x ranks x element size; reduce_scatter: the counts' sum x
  * element size). */
 #define COLL_LOOM_RUN_REDUCE(name, send, ranks)              \
     rc = loom_##name(send, rbuf, count, type, lop, m->loom); \
-    bytes = (size_t)count * (ranks) * type_size(type)
+    bytes = (size_t)count * (ranks)*type_size(type)
 /* The module's own array: blocking collectives on one communicator never
  * overlap, so no allocation per call is needed. */
 #define COLL_LOOM_RUN_REDUCE_V(name, send, ranks)                  \
@@ -148,33 +148,32 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
     bytes = total * type_size(type)
 #define COLL_LOOM_RUN_MOVE(name, send, ranks)            \
     rc = loom_##name(send, rbuf, rcount, type, m->loom); \
-    bytes = (size_t)rcount * (ranks) * type_size(type)
+    bytes = (size_t)rcount * (ranks)*type_size(type)
 
 /* The table's columns in_place and ranks. */
 #define COLL_LOOM_SEND(in_place) ((in_place) && sbuf == rbuf ? MPI_IN_PLACE : sbuf)
 #define COLL_LOOM_RANKS_1 (size_t)1
-#define COLL_LOOM_RANKS_P (size_t)ompi_comm_size(comm)
+#define COLL_LOOM_RANKS_P (size_t) ompi_comm_size(comm)
 
 /* ------------------------------------------------------------------ */
 /* the common paths, one per form */
 
 /* Blocking: libloom runs the call now; a refusal by the checks is counted
  * here, one by libloom in loom_done. */
-#define COLL_LOOM_BLOCKING(name, NAME, shape, in_place, ranks)                              \
-    COLL_LOOM_SIGNATURE_BLOCKING(name, shape) {                                             \
-        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                       \
-        loom_datatype_t type;                                                               \
-        COLL_LOOM_LOP_DECL_##shape                                                          \
-        enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                        \
-        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                           \
-            int rc;                                                                         \
-            size_t bytes;                                                                   \
-            COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks); \
-            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;              \
-        } else {                                                                            \
-            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                            \
-        }                                                                                   \
-        return m->previous.name(COLL_LOOM_ARGS_##shape, comm, m->previous.name##_module);   \
+#define COLL_LOOM_BLOCKING(name, NAME, shape, in_place, ranks)                                  \
+    COLL_LOOM_SIGNATURE_BLOCKING(name, shape) {                                                 \
+        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                           \
+        loom_datatype_t type;                                                                   \
+        COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP; \
+        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                               \
+            int rc;                                                                             \
+            size_t bytes;                                                                       \
+            COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks);     \
+            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;                  \
+        } else {                                                                                \
+            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                \
+        }                                                                                       \
+        return m->previous.name(COLL_LOOM_ARGS_##shape, comm, m->previous.name##_module);       \
     }
 
 /* Nonblocking (started now) and persistent (started by MPI_Start, checked
@@ -188,8 +187,7 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
     {                                                                                                          \
         mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                                          \
         loom_datatype_t type;                                                                                  \
-        COLL_LOOM_LOP_DECL_##shape                                                                             \
-        enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                                           \
+        COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                \
         if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                              \
             if (mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_##NAME, COLL_LOOM_SEND(in_place), rbuf,   \
                                                         COLL_LOOM_COUNTS_##shape, type, COLL_LOOM_LOP_##shape, \
@@ -212,10 +210,10 @@ COLL_LOOM_COLLECTIVES(COLL_LOOM_PERSISTENT)
 
 #ifdef __GNUC__
 /* Open MPI calls these through its slot types: each must be exactly one. */
-#define COLL_LOOM_SLOT(slot)                                                         \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(&mca_coll_loom_##slot),   \
-                                                mca_coll_base_module_##slot##_fn_t), \
-                   "mca_coll_loom_" #slot " is not Open MPI's mca_coll_base_module_" #slot "_fn_t");
+#define COLL_LOOM_SLOT(slot)                                                                                 \
+    _Static_assert(                                                                                          \
+        __builtin_types_compatible_p(__typeof__(&mca_coll_loom_##slot), mca_coll_base_module_##slot##_fn_t), \
+        "mca_coll_loom_" #slot " is not Open MPI's mca_coll_base_module_" #slot "_fn_t");
 COLL_LOOM_SLOTS
 #undef COLL_LOOM_SLOT
 #endif

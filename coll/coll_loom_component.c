@@ -14,18 +14,20 @@ static int loom_register(void);
 static int loom_close(void);
 
 mca_coll_loom_component_t mca_coll_loom_component = {
-    .super = {
-        .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
-            .mca_component_name = "loom",
-            MCA_BASE_MAKE_VERSION(component, LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH),
-            .mca_close_component = loom_close,
-            .mca_register_component_params = loom_register,
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "loom",
+                    MCA_BASE_MAKE_VERSION(component, LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH),
+                    .mca_close_component = loom_close,
+                    .mca_register_component_params = loom_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+            .collm_init_query = mca_coll_loom_init_query,
+            .collm_comm_query = mca_coll_loom_comm_query,
         },
-        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
-        .collm_init_query = mca_coll_loom_init_query,
-        .collm_comm_query = mca_coll_loom_comm_query,
-    },
     .priority = 0,
     .verbose = 0,
     .stats = false,
@@ -39,12 +41,9 @@ static const char *collective_names[COLL_LOOM_NCOLLECTIVES] = {
 const char *mca_coll_loom_collective_name(enum coll_loom_collective c) { return collective_names[c]; }
 
 static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
-    "datatype not a predefined contiguous type",
-    "user-defined op",
-    "op not defined for the datatype",
-    "send and receive types differ",
-    "Loom not set up on this communicator",
-    "libloom refused the call",
+    "datatype not a predefined contiguous type", "user-defined op",
+    "op not defined for the datatype",           "send and receive types differ",
+    "Loom not set up on this communicator",      "libloom refused the call",
 };
 
 /* Process-wide counts; rank 0 of MPI_COMM_WORLD prints them. */
@@ -85,12 +84,12 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
     t.version = LOOM_TRANSPORT_INFO_VERSION;
     if (world && loom_comm_transport_info(world, &t) == LOOM_SUCCESS) {
         if (!strcmp(t.name, "shared_memory"))
-            printf("  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends, %llu by "
-                   "single copy), point-to-point otherwise (%llu sends)\n",
-                   t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.single_copy_sends,
-                   (unsigned long long)t.point_to_point_sends);
-        else
-            printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
+            printf(
+                "  MPI_COMM_WORLD transport: shared_memory among %d ranks of this node (%llu sends, %llu by "
+                "single copy), point-to-point otherwise (%llu sends)\n",
+                t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.single_copy_sends,
+                (unsigned long long)t.point_to_point_sends);
+        else printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
         /* Every transport in the order messages try them, per lane. */
         for (int i = 0; i < t.transports; ++i) {
             const loom_transport_counters_t *c = &t.transport[i];
@@ -101,7 +100,8 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
                        (unsigned long long)c->lane[l].received_bytes);
         }
     }
-    printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks", "algorithms / fallback reasons");
+    printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks",
+           "algorithms / fallback reasons");
     for (int c = 0; c < COLL_LOOM_NCOLLECTIVES; ++c) {
         uint64_t fallbacks = 0;
         for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f) fallbacks += stats[c].fallbacks[f];
@@ -120,10 +120,9 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
 static int loom_register(void) {
     mca_base_component_t *c = &mca_coll_loom_component.super.collm_version;
     mca_coll_loom_component.priority = 0;
-    (void)mca_base_component_var_register(c, "priority",
-                                          "Priority of coll/loom (0 = off; 100 puts Loom above tuned and libnbc)",
-                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_loom_component.priority);
+    (void)mca_base_component_var_register(
+        c, "priority", "Priority of coll/loom (0 = off; 100 puts Loom above tuned and libnbc)", MCA_BASE_VAR_TYPE_INT,
+        NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_loom_component.priority);
     mca_coll_loom_component.verbose = 0;
     (void)mca_base_component_var_register(c, "verbose",
                                           "0 silent; 1 errors and each algorithm choice once; 2 every call and "

@@ -18,7 +18,7 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->shm_inbox = NULL;
     m->node_labels = NULL;
     m->counts64 = NULL;
-    m->applied = NULL;  /* OBJ_NEW does not zero: destruct frees it even when set_up never ran */
+    m->applied = NULL; /* OBJ_NEW does not zero: destruct frees it even when set_up never ran */
     m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
@@ -55,8 +55,8 @@ OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_constr
 
 bool mca_coll_loom_param_is_runtime(const char *name) {
     /* Read when the communicator is set up (inboxes, node map), so fixed after. */
-    static const char *const at_setup[] = {"shared_memory", "shm_max_bytes", "single_copy", "single_copy_min_bytes",
-                                             "topology", "verbose"};
+    static const char *const at_setup[] = {"shared_memory",         "shm_max_bytes", "single_copy",
+                                           "single_copy_min_bytes", "topology",      "verbose"};
     for (size_t i = 0; i < sizeof at_setup / sizeof at_setup[0]; ++i)
         if (!strcmp(name, at_setup[i])) return false;
     return true;
@@ -165,7 +165,8 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
 #undef COLL_LOOM_MISSING
     /* Persistent slots are optional below Loom (only libnbc fills them): take
      * one only where there is a module to hand refusals to. */
-#define COLL_LOOM_OPTIONAL(name, ...) if (!m->previous.name##_init) m->super.coll_##name##_init = NULL;
+#define COLL_LOOM_OPTIONAL(name, ...) \
+    if (!m->previous.name##_init) m->super.coll_##name##_init = NULL;
     COLL_LOOM_COLLECTIVES(COLL_LOOM_OPTIONAL)
 #undef COLL_LOOM_OPTIONAL
     if (m->state == COLL_LOOM_PENDING) m->state = set_up(m, comm) ? COLL_LOOM_READY : COLL_LOOM_FAILED;

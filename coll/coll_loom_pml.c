@@ -33,7 +33,8 @@ static int pml_isend(void *context, const void *buf, size_t bytes, int peer, uin
 static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle) {
     (void)lane;
     ompi_request_t *req = NULL;
-    int rc = MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), (ompi_communicator_t *)context, &req));
+    int rc =
+        MCA_PML_CALL(irecv(buf, bytes, &ompi_mpi_byte.dt, peer, pml_tag(tag), (ompi_communicator_t *)context, &req));
     *handle = req;
     return rc;
 }

@@ -16,7 +16,7 @@
 typedef struct mca_coll_loom_request_t {
     ompi_request_t super;
     mca_coll_loom_module_t *module;
-    loom_request_t running;  /* the libloom request while active, else NULL */
+    loom_request_t running; /* the libloom request while active, else NULL */
     /* the call, kept for persistent restarts */
     enum coll_loom_collective collective;
     const void *sbuf;
@@ -33,7 +33,7 @@ static OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, NULL, NULL);
 static mca_coll_loom_request_t **active;
 static size_t active_count, active_capacity;
 static bool progress_registered;
-static int in_progress;  /* re-entry guard: opal_progress is not re-entrant */
+static int in_progress; /* re-entry guard: opal_progress is not re-entrant */
 
 static int loom_progress(void) {
     if (in_progress || active_count == 0) return 0;
@@ -49,7 +49,7 @@ static int loom_progress(void) {
         }
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: nonblocking collective failed: %s\n", loom_last_error());
-            if (r->running) {  /* an error leaves the request to be freed by us */
+            if (r->running) { /* an error leaves the request to be freed by us */
                 loom_request_t dead = r->running;
                 loom_request_free(&dead);
             }
@@ -107,12 +107,8 @@ static int start_one(mca_coll_loom_request_t *r) {
         case COLL_LOOM_REDUCE_SCATTER_BLOCK:
             rc = loom_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
             break;
-        case COLL_LOOM_ALLGATHER:
-            rc = loom_iallgather(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running);
-            break;
-        default:
-            rc = loom_ialltoall(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running);
-            break;
+        case COLL_LOOM_ALLGATHER: rc = loom_iallgather(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running); break;
+        default: rc = loom_ialltoall(r->sbuf, r->rbuf, r->count, r->type, lc, &r->running); break;
     }
     if (rc != LOOM_SUCCESS) {
         r->running = NULL;
@@ -133,7 +129,7 @@ static int start_one(mca_coll_loom_request_t *r) {
 static int request_start(size_t count, ompi_request_t **requests) {
     for (size_t i = 0; i < count; ++i) {
         mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)requests[i];
-        if (r->running) return MPI_ERR_REQUEST;  /* still active: MPI forbids restarting it */
+        if (r->running) return MPI_ERR_REQUEST; /* still active: MPI forbids restarting it */
         int rc = start_one(r);
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: MPI_Start: %s\n", loom_last_error());
@@ -158,13 +154,12 @@ static int request_free(ompi_request_t **request) {
 static int request_cancel(ompi_request_t *request, int complete) {
     (void)request;
     (void)complete;
-    return MPI_ERR_REQUEST;  /* collectives cannot be cancelled (MPI 4.0, 3.7.3) */
+    return MPI_ERR_REQUEST; /* collectives cannot be cancelled (MPI 4.0, 3.7.3) */
 }
 
-int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c,
-                                            const void *sbuf, void *rbuf, int64_t count, const int *rcounts,
-                                            loom_datatype_t type, loom_op_t op, bool persistent,
-                                            ompi_request_t **request) {
+int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c, const void *sbuf,
+                                            void *rbuf, int64_t count, const int *rcounts, loom_datatype_t type,
+                                            loom_op_t op, bool persistent, ompi_request_t **request) {
     mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
     OMPI_REQUEST_INIT(&r->super, persistent);
@@ -177,13 +172,13 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->module = m;
     r->running = NULL;
     r->collective = c;
-    r->sbuf = sbuf;  /* MPI_IN_PLACE already where sbuf == rbuf means in place (the table's in_place) */
+    r->sbuf = sbuf; /* MPI_IN_PLACE already where sbuf == rbuf means in place (the table's in_place) */
     r->rbuf = rbuf;
     r->count = count;
     r->counts = NULL;
     r->type = type;
     r->op = op;
-    if (rcounts) {  /* libloom takes 64-bit counts; the request keeps them for restarts */
+    if (rcounts) { /* libloom takes 64-bit counts; the request keeps them for restarts */
         const int p = ompi_comm_size(m->comm);
         r->counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
         if (!r->counts) {
@@ -198,7 +193,8 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     if (persistent) {
         /* Choose the algorithm now, so a forced one that cannot run this
          * call is handed back at init rather than failing MPI_Start. */
-        rc = loom_comm_prepare(m->loom, mca_coll_loom_collective_name(c), r->count, r->counts, type, r->sbuf == MPI_IN_PLACE, NULL);
+        rc = loom_comm_prepare(m->loom, mca_coll_loom_collective_name(c), r->count, r->counts, type,
+                               r->sbuf == MPI_IN_PLACE, NULL);
     } else {
         rc = start_one(r);
     }

@@ -41,7 +41,8 @@ void mca_coll_loom_find_nodes(mca_coll_loom_module_t *m, struct ompi_communicato
         const int world = ompi_comm_size(&ompi_mpi_comm_world.comm);
         int *world_labels = malloc(sizeof(int) * (size_t)world);
         const opal_jobid_t job = ompi_proc_local()->super.proc_name.jobid;
-        const bool parsed = world_labels && loom_topology_parse(topology, world, world_labels, &m->rails) == LOOM_SUCCESS;
+        const bool parsed =
+            world_labels && loom_topology_parse(topology, world, world_labels, &m->rails) == LOOM_SUCCESS;
         if (parsed) {
             /* A rank's world rank is its vpid within this job. */
             for (int i = 0; i < p; ++i) {
@@ -60,7 +61,8 @@ void mca_coll_loom_find_nodes(mca_coll_loom_module_t *m, struct ompi_communicato
      * host names; the others are told apart by theirs. */
     for (int i = 0; i < p; ++i) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
-        m->node_labels[i] = (i == me || on_this_machine(proc)) ? 0 : hash_label(opal_get_proc_hostname(&proc->super)) | 1;
+        m->node_labels[i] =
+            (i == me || on_this_machine(proc)) ? 0 : hash_label(opal_get_proc_hostname(&proc->super)) | 1;
     }
 }
 
@@ -71,7 +73,7 @@ void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_commu
     int *local = malloc(sizeof(int) * (size_t)p);
     if (!local) return;
     int nlocal = 0;
-    uint64_t identity = 0xcbf29ce484222325ULL;  /* FNV-1a over the context id and the members */
+    uint64_t identity = 0xcbf29ce484222325ULL; /* FNV-1a over the context id and the members */
     identity = (identity ^ ompi_comm_get_cid(comm)) * 0x100000001b3ULL;
     for (int i = 0; i < p; ++i) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
@@ -83,8 +85,8 @@ void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_commu
     }
     if (nlocal >= 2) {
         char key[64];
-        snprintf(key, sizeof key, "%x-%x-%016llx", (unsigned)ompi_proc_local()->super.proc_name.jobid, (unsigned)ompi_comm_get_cid(comm),
-                 (unsigned long long)identity);
+        snprintf(key, sizeof key, "%x-%x-%016llx", (unsigned)ompi_proc_local()->super.proc_name.jobid,
+                 (unsigned)ompi_comm_get_cid(comm), (unsigned long long)identity);
         if (loom_shm_inbox_create(key, identity, me, local, nlocal, &m->shm_inbox) != LOOM_SUCCESS)
             fprintf(stderr, "coll/loom: rank %d: cannot create its shared-memory inbox: %s\n", me, loom_last_error());
     }
@@ -95,6 +97,7 @@ int mca_coll_loom_shm_attach(mca_coll_loom_module_t *m) {
     if (!m->shm_inbox) return LOOM_SUCCESS;
     int rc = loom_comm_attach_shared_memory(m->loom, &m->shm_inbox);
     if (rc != LOOM_SUCCESS)
-        fprintf(stderr, "coll/loom: rank %d: cannot attach shared memory: %s\n", ompi_comm_rank(m->comm), loom_last_error());
+        fprintf(stderr, "coll/loom: rank %d: cannot attach shared memory: %s\n", ompi_comm_rank(m->comm),
+                loom_last_error());
     return rc;
 }

@@ -34,15 +34,33 @@ void fill_valid(std::vector<unsigned char> &buf, loom_datatype_t type) {
         unsigned char *e = buf.data() + i * info->size;
         switch (info->type_class) {
             case TypeClass::floating:
-                if (info->size == 4) { float f = 1.0f; std::memcpy(e, &f, 4); }
-                else if (info->size == 8) { double d = 1.0; std::memcpy(e, &d, 8); }
-                else { long double l = 1.0L; std::memcpy(e, &l, sizeof l); }
+                if (info->size == 4) {
+                    float f = 1.0f;
+                    std::memcpy(e, &f, 4);
+                } else if (info->size == 8) {
+                    double d = 1.0;
+                    std::memcpy(e, &d, 8);
+                } else {
+                    long double l = 1.0L;
+                    std::memcpy(e, &l, sizeof l);
+                }
                 break;
-            case TypeClass::reduced_float: { uint16_t one = type == LOOM_FLOAT16 ? 0x3c00 : 0x3f80; std::memcpy(e, &one, 2); break; }
+            case TypeClass::reduced_float: {
+                uint16_t one = type == LOOM_FLOAT16 ? 0x3c00 : 0x3f80;
+                std::memcpy(e, &one, 2);
+                break;
+            }
             case TypeClass::complex:
-                if (info->size == 8) { float f[2] = {1, 0}; std::memcpy(e, f, 8); }
-                else if (info->size == 16) { double d[2] = {1, 0}; std::memcpy(e, d, 16); }
-                else { long double l[2] = {1, 0}; std::memcpy(e, l, sizeof l); }
+                if (info->size == 8) {
+                    float f[2] = {1, 0};
+                    std::memcpy(e, f, 8);
+                } else if (info->size == 16) {
+                    double d[2] = {1, 0};
+                    std::memcpy(e, d, 16);
+                } else {
+                    long double l[2] = {1, 0};
+                    std::memcpy(e, l, sizeof l);
+                }
                 break;
             default: e[0] = 1; break;
         }
@@ -101,8 +119,8 @@ int main(int argc, char **argv) {
                 }
                 const double r = median(t_reduce), c = median(t_copy);
                 const double nb = static_cast<double>(n * info->size);
-                std::printf("  %-20s %-7s %10zu %12.2f %12.2f %9.0f%%\n", info->name, op_name(static_cast<loom_op_t>(o)),
-                            bytes, nb / r / 1e9, nb / c / 1e9, 100.0 * c / r);
+                std::printf("  %-20s %-7s %10zu %12.2f %12.2f %9.0f%%\n", info->name,
+                            op_name(static_cast<loom_op_t>(o)), bytes, nb / r / 1e9, nb / c / 1e9, 100.0 * c / r);
             }
         }
     }

@@ -35,8 +35,8 @@ struct options {
     double window_us;       /* --interleave-default: about this long each */
     long min_bytes, max_bytes;
     int iters, iters_large, warmup, warmup_large, test_calls;
-    double link_gbit;  /* per-node network bandwidth for the % of bound column; 0: none */
-    int nodes;         /* for the bound: nodes the ranks are spread over */
+    double link_gbit; /* per-node network bandwidth for the % of bound column; 0: none */
+    int nodes;        /* for the bound: nodes the ranks are spread over */
     const char *csv, *json, *types;
 };
 
@@ -199,7 +199,9 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
             switch (o->coll) {
                 case ALLREDUCE: rc = loom_iallreduce(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq); break;
                 case REDUCE_SCATTER: rc = loom_ireduce_scatter(sb, rb, counts64, t->loom, LOOM_SUM, lc, lreq); break;
-                case REDUCE_SCATTER_BLOCK: rc = loom_ireduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq); break;
+                case REDUCE_SCATTER_BLOCK:
+                    rc = loom_ireduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq);
+                    break;
                 case ALLGATHER: rc = loom_iallgather(sb, rb, c64, t->loom, lc, lreq); break;
                 default: rc = loom_ialltoall(sb, rb, c64, t->loom, lc, lreq); break;
             }
@@ -371,10 +373,8 @@ static void emit(const struct options *o, const struct type_case *t, const struc
     /* OSU's overlap: max(0, 100 - 100 (overall - compute) / pure). */
     double overlap = o->nonblocking && r->pure > 0 ? 100 - 100 * (avg - r->comp) / r->pure : 0;
     if (overlap < 0) overlap = 0;
-    if (o->nonblocking)
-        printf("%-12ld %17.2f %17.2f %17.2f %17.2f", r->bytes, avg, r->comp, r->pure, overlap);
-    else
-        printf("%-12ld %17.2f", r->bytes, avg);
+    if (o->nonblocking) printf("%-12ld %17.2f %17.2f %17.2f %17.2f", r->bytes, avg, r->comp, r->pure, overlap);
+    else printf("%-12ld %17.2f", r->bytes, avg);
     if (o->full) printf(" %17.2f %17.2f %12d", r->mn, r->mx, r->iters);
     if (o->validate) printf(" %12s", r->valid ? "Pass" : "Fail");
     if (o->bw) printf(" %14.3f %14.3f", algbw, busbw);
@@ -382,9 +382,9 @@ static void emit(const struct options *o, const struct type_case *t, const struc
     printf("\n");
     fflush(stdout);
     if (csv)
-        fprintf(csv, "%s%s,%s,%s,%d,%ld,%.3f,%.3f,%.3f,%d,%.4f,%.4f,%.1f,%.2f,%.2f,%.2f,%s\n", o->nonblocking ? "i" : "",
-                coll_names[o->coll], api, t->mpi_name, size, r->bytes, avg, r->mn, r->mx, r->iters, algbw, busbw,
-                bound > 0 ? 100 * bound / avg : 0, r->comp, r->pure, overlap,
+        fprintf(csv, "%s%s,%s,%s,%d,%ld,%.3f,%.3f,%.3f,%d,%.4f,%.4f,%.1f,%.2f,%.2f,%.2f,%s\n",
+                o->nonblocking ? "i" : "", coll_names[o->coll], api, t->mpi_name, size, r->bytes, avg, r->mn, r->mx,
+                r->iters, algbw, busbw, bound > 0 ? 100 * bound / avg : 0, r->comp, r->pure, overlap,
                 o->validate ? (r->valid ? "pass" : "fail") : "");
     if (json) {
         fprintf(json,
@@ -401,8 +401,8 @@ static void emit(const struct options *o, const struct type_case *t, const struc
 
 /* OSU's measurement of one size on bench_comm: `iters` calls timed as one
  * block (then, nonblocking, as many again with compute in between). */
-static void measure_osu(const struct options *o, const struct type_case *t, void *sb, void *rb, int count,
-                        int *counts, int iters, int warmup, struct row *out) {
+static void measure_osu(const struct options *o, const struct type_case *t, void *sb, void *rb, int count, int *counts,
+                        int iters, int warmup, struct row *out) {
     for (int w = 0; w < warmup; ++w) one_call(o, t, sb, rb, count, counts);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -517,12 +517,12 @@ static void run_type(const struct options *o, const struct type_case *t) {
                coll_titles[o->coll], o->loom_api ? "libloom API" : "MPI calls");
         printf("# Datatype: %s.\n", t->mpi_name);
         if (o->interleave_default)
-            printf("# Interleaved in this process: Open MPI's default collectives (a communicator with the info "
-                   "ompi_comm_coll_preference=^loom) and coll/loom, %d alternating windows of about %.0f us per size; "
-                   "latency = median window, min/max = extreme windows.\n",
-                   o->windows, o->window_us);
-        else
-            print_header(o);
+            printf(
+                "# Interleaved in this process: Open MPI's default collectives (a communicator with the info "
+                "ompi_comm_coll_preference=^loom) and coll/loom, %d alternating windows of about %.0f us per size; "
+                "latency = median window, min/max = extreme windows.\n",
+                o->windows, o->window_us);
+        else print_header(o);
         fflush(stdout);
     }
     int failed = 0;
@@ -579,10 +579,12 @@ static void run_type(const struct options *o, const struct type_case *t) {
  * gives to the modules it would pick without Loom. Returns NULL, or what
  * is wrong. */
 static const char *make_interleave_comms(const struct options *o, char *why, size_t cap) {
-    if (o->nonblocking || o->loom_api) return "--interleave-default times blocking MPI calls only (no i prefix, no --api loom)";
+    if (o->nonblocking || o->loom_api)
+        return "--interleave-default times blocking MPI calls only (no i prefix, no --api loom)";
     /* coll/loom must be loaded and on, or both sides would be the default. */
     int provided = 0, index = -1, n = 0, priority = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "--interleave-default: MPI_T_init_thread failed";
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return "--interleave-default: MPI_T_init_thread failed";
     MPI_T_cvar_handle h;
     const int found = MPI_T_cvar_get_index("coll_loom_priority", &index) == MPI_SUCCESS &&
                       MPI_T_cvar_handle_alloc(index, NULL, &h, &n) == MPI_SUCCESS;
@@ -595,8 +597,10 @@ static const char *make_interleave_comms(const struct options *o, char *why, siz
         return "--interleave-default needs coll/loom loaded (no MPI_T control variable coll_loom_priority; "
                "add its folder to --mca mca_base_component_path)";
     if (priority <= 0) {
-        snprintf(why, cap, "--interleave-default: coll_loom_priority is %d, so coll/loom takes no communicator "
-                           "(run with --mca coll_loom_priority 100)", priority);
+        snprintf(why, cap,
+                 "--interleave-default: coll_loom_priority is %d, so coll/loom takes no communicator "
+                 "(run with --mca coll_loom_priority 100)",
+                 priority);
         return why;
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &loom_side_comm);
@@ -626,7 +630,8 @@ int main(int argc, char **argv) {
     int any = 0;
     for (int k = 0; k < 3; ++k) any |= !strcmp(o.types, "all") || !strcmp(o.types, types[k].flag);
     if (!any) {
-        if (rank == 0) fprintf(stderr, "loom-bench: unknown datatype '%s' (mpi_char, mpi_int, mpi_float, all)\n", o.types);
+        if (rank == 0)
+            fprintf(stderr, "loom-bench: unknown datatype '%s' (mpi_char, mpi_int, mpi_float, all)\n", o.types);
         MPI_Finalize();
         return 2;
     }
@@ -648,8 +653,9 @@ int main(int argc, char **argv) {
     if (rank == 0 && o.csv) {
         csv = fopen(o.csv, "w");
         if (csv)
-            fprintf(csv, "collective,api,datatype,ranks,size,avg_us,min_us,max_us,iterations,algbw_gbs,busbw_gbs,"
-                         "bound_pct,compute_us,pure_comm_us,overlap_pct,validation\n");
+            fprintf(csv,
+                    "collective,api,datatype,ranks,size,avg_us,min_us,max_us,iterations,algbw_gbs,busbw_gbs,"
+                    "bound_pct,compute_us,pure_comm_us,overlap_pct,validation\n");
     }
     if (rank == 0 && o.json) {
         json = fopen(o.json, "w");

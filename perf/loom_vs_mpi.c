@@ -99,7 +99,8 @@ int main(int argc, char **argv) {
         if (rank == 0) {
             printf("# OSU-style %s Latency Test: Loom vs MPI's own (%d ranks)\n", titles[c], size);
             printf("# Datatype: %s. Medians of %d interleaved repetitions; load average %.2f %.2f %.2f\n",
-                   c == ALLREDUCE || c == REDUCE_SCATTER ? "MPI_INT8_T (SUM)" : "MPI_CHAR", reps, load[0], load[1], load[2]);
+                   c == ALLREDUCE || c == REDUCE_SCATTER ? "MPI_INT8_T (SUM)" : "MPI_CHAR", reps, load[0], load[1],
+                   load[2]);
             printf("%-10s %16s %16s %10s  %s\n", "# Size", "MPI Avg(us)", "Loom Avg(us)", "Loom/MPI", "Loom algorithm");
         }
         for (int bytes = (c == REDUCE_SCATTER ? 4 : 1); bytes <= max_bytes; bytes *= 2) {

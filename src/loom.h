@@ -25,40 +25,74 @@ extern "C" {
  * failure (what was wrong and what to do). */
 typedef enum {
     LOOM_SUCCESS = 0,
-    LOOM_ERR_INVALID_ARGUMENT = 1,      /* null pointer, bad buffer, bad comm */
-    LOOM_ERR_INVALID_COUNT = 2,         /* negative, or too large to address */
-    LOOM_ERR_INVALID_DATATYPE = 3,      /* not a loom_datatype_t */
-    LOOM_ERR_INVALID_OP = 4,            /* not a loom_op_t, or undefined for the datatype */
-    LOOM_ERR_UNKNOWN_ALGORITHM = 5,     /* forced algorithm name does not exist */
+    LOOM_ERR_INVALID_ARGUMENT = 1,         /* null pointer, bad buffer, bad comm */
+    LOOM_ERR_INVALID_COUNT = 2,            /* negative, or too large to address */
+    LOOM_ERR_INVALID_DATATYPE = 3,         /* not a loom_datatype_t */
+    LOOM_ERR_INVALID_OP = 4,               /* not a loom_op_t, or undefined for the datatype */
+    LOOM_ERR_UNKNOWN_ALGORITHM = 5,        /* forced algorithm name does not exist */
     LOOM_ERR_ALGORITHM_NOT_APPLICABLE = 6, /* forced algorithm cannot run this call */
-    LOOM_ERR_UNKNOWN_PARAMETER = 7,     /* loom_comm_set_param with an unknown name */
+    LOOM_ERR_UNKNOWN_PARAMETER = 7,        /* loom_comm_set_param with an unknown name */
     LOOM_ERR_INVALID_PARAMETER_VALUE = 8,
-    LOOM_ERR_TRANSPORT = 9,             /* the underlying MPI call failed */
+    LOOM_ERR_TRANSPORT = 9, /* the underlying MPI call failed */
     LOOM_ERR_NO_MEMORY = 10,
     LOOM_ERR_INTERNAL = 11
 } loom_status_t;
 
 /* Element types: every predefined MPI basic type, plus fp16 and bf16. */
 typedef enum {
-    LOOM_INT8, LOOM_UINT8, LOOM_INT16, LOOM_UINT16,
-    LOOM_INT32, LOOM_UINT32, LOOM_INT64, LOOM_UINT64,
-    LOOM_CHAR, LOOM_SIGNED_CHAR, LOOM_UNSIGNED_CHAR, LOOM_WCHAR,
-    LOOM_SHORT, LOOM_UNSIGNED_SHORT, LOOM_INT, LOOM_UNSIGNED,
-    LOOM_LONG, LOOM_UNSIGNED_LONG, LOOM_LONG_LONG, LOOM_UNSIGNED_LONG_LONG,
-    LOOM_BYTE, LOOM_BOOL,
-    LOOM_FLOAT16, LOOM_BFLOAT16, LOOM_FLOAT, LOOM_DOUBLE, LOOM_LONG_DOUBLE,
-    LOOM_C_FLOAT_COMPLEX, LOOM_C_DOUBLE_COMPLEX, LOOM_C_LONG_DOUBLE_COMPLEX,
+    LOOM_INT8,
+    LOOM_UINT8,
+    LOOM_INT16,
+    LOOM_UINT16,
+    LOOM_INT32,
+    LOOM_UINT32,
+    LOOM_INT64,
+    LOOM_UINT64,
+    LOOM_CHAR,
+    LOOM_SIGNED_CHAR,
+    LOOM_UNSIGNED_CHAR,
+    LOOM_WCHAR,
+    LOOM_SHORT,
+    LOOM_UNSIGNED_SHORT,
+    LOOM_INT,
+    LOOM_UNSIGNED,
+    LOOM_LONG,
+    LOOM_UNSIGNED_LONG,
+    LOOM_LONG_LONG,
+    LOOM_UNSIGNED_LONG_LONG,
+    LOOM_BYTE,
+    LOOM_BOOL,
+    LOOM_FLOAT16,
+    LOOM_BFLOAT16,
+    LOOM_FLOAT,
+    LOOM_DOUBLE,
+    LOOM_LONG_DOUBLE,
+    LOOM_C_FLOAT_COMPLEX,
+    LOOM_C_DOUBLE_COMPLEX,
+    LOOM_C_LONG_DOUBLE_COMPLEX,
     /* value/index pairs for MINLOC and MAXLOC, laid out as MPI defines them */
-    LOOM_FLOAT_INT, LOOM_DOUBLE_INT, LOOM_LONG_INT, LOOM_2INT, LOOM_SHORT_INT,
+    LOOM_FLOAT_INT,
+    LOOM_DOUBLE_INT,
+    LOOM_LONG_INT,
+    LOOM_2INT,
+    LOOM_SHORT_INT,
     LOOM_LONG_DOUBLE_INT,
     LOOM_DATATYPE_COUNT
 } loom_datatype_t;
 
 typedef enum {
-    LOOM_SUM, LOOM_PROD, LOOM_MIN, LOOM_MAX,
-    LOOM_LAND, LOOM_LOR, LOOM_LXOR,
-    LOOM_BAND, LOOM_BOR, LOOM_BXOR,
-    LOOM_MINLOC, LOOM_MAXLOC,
+    LOOM_SUM,
+    LOOM_PROD,
+    LOOM_MIN,
+    LOOM_MAX,
+    LOOM_LAND,
+    LOOM_LOR,
+    LOOM_LXOR,
+    LOOM_BAND,
+    LOOM_BOR,
+    LOOM_BXOR,
+    LOOM_MINLOC,
+    LOOM_MAXLOC,
     LOOM_OP_COUNT
 } loom_op_t;
 
@@ -216,29 +250,26 @@ int loom_datatype_size(loom_datatype_t type, size_t *size);
 int loom_op_supported(loom_datatype_t type, loom_op_t op);
 
 /* Blocking collectives. Counts are in elements. */
-int loom_allreduce(const void *sendbuf, void *recvbuf, int64_t count,
-                   loom_datatype_t type, loom_op_t op, loom_comm_t comm);
-int loom_reduce_scatter(const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
-                        loom_datatype_t type, loom_op_t op, loom_comm_t comm);
-int loom_reduce_scatter_block(const void *sendbuf, void *recvbuf, int64_t recvcount,
-                              loom_datatype_t type, loom_op_t op, loom_comm_t comm);
-int loom_allgather(const void *sendbuf, void *recvbuf, int64_t count,
-                   loom_datatype_t type, loom_comm_t comm);
-int loom_alltoall(const void *sendbuf, void *recvbuf, int64_t count,
-                  loom_datatype_t type, loom_comm_t comm);
+int loom_allreduce(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
+                   loom_comm_t comm);
+int loom_reduce_scatter(const void *sendbuf, void *recvbuf, const int64_t *recvcounts, loom_datatype_t type,
+                        loom_op_t op, loom_comm_t comm);
+int loom_reduce_scatter_block(const void *sendbuf, void *recvbuf, int64_t recvcount, loom_datatype_t type, loom_op_t op,
+                              loom_comm_t comm);
+int loom_allgather(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm);
+int loom_alltoall(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm);
 
 /* Nonblocking collectives: progress happens inside loom_test/loom_wait. */
-int loom_iallreduce(const void *sendbuf, void *recvbuf, int64_t count,
-                    loom_datatype_t type, loom_op_t op, loom_comm_t comm, loom_request_t *req);
-int loom_ireduce_scatter(const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
-                         loom_datatype_t type, loom_op_t op, loom_comm_t comm, loom_request_t *req);
-int loom_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int64_t recvcount,
-                               loom_datatype_t type, loom_op_t op, loom_comm_t comm,
-                               loom_request_t *req);
-int loom_iallgather(const void *sendbuf, void *recvbuf, int64_t count,
-                    loom_datatype_t type, loom_comm_t comm, loom_request_t *req);
-int loom_ialltoall(const void *sendbuf, void *recvbuf, int64_t count,
-                   loom_datatype_t type, loom_comm_t comm, loom_request_t *req);
+int loom_iallreduce(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
+                    loom_comm_t comm, loom_request_t *req);
+int loom_ireduce_scatter(const void *sendbuf, void *recvbuf, const int64_t *recvcounts, loom_datatype_t type,
+                         loom_op_t op, loom_comm_t comm, loom_request_t *req);
+int loom_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int64_t recvcount, loom_datatype_t type,
+                               loom_op_t op, loom_comm_t comm, loom_request_t *req);
+int loom_iallgather(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                    loom_request_t *req);
+int loom_ialltoall(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                   loom_request_t *req);
 
 /* Requests. test sets *done and frees the request when done; wait frees it.
  * loom_request_free on an active request waits for it first (Loom never

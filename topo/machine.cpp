@@ -73,10 +73,22 @@ Status discover_machine(MachineView *out) {
             d.pci = bus;
         }
         switch (os->attr->osdev.type) {
-            case HWLOC_OBJ_OSDEV_NETWORK: d.kind = "network"; v.nics.push_back(d); break;
-            case HWLOC_OBJ_OSDEV_OPENFABRICS: d.kind = "openfabrics"; v.nics.push_back(d); break;
-            case HWLOC_OBJ_OSDEV_GPU: d.kind = "gpu"; v.gpus.push_back(d); break;
-            case HWLOC_OBJ_OSDEV_COPROC: d.kind = "coprocessor"; v.gpus.push_back(d); break;
+            case HWLOC_OBJ_OSDEV_NETWORK:
+                d.kind = "network";
+                v.nics.push_back(d);
+                break;
+            case HWLOC_OBJ_OSDEV_OPENFABRICS:
+                d.kind = "openfabrics";
+                v.nics.push_back(d);
+                break;
+            case HWLOC_OBJ_OSDEV_GPU:
+                d.kind = "gpu";
+                v.gpus.push_back(d);
+                break;
+            case HWLOC_OBJ_OSDEV_COPROC:
+                d.kind = "coprocessor";
+                v.gpus.push_back(d);
+                break;
             default: break;
         }
     }

@@ -11,16 +11,16 @@
 namespace loom {
 
 struct MachineDevice {
-    std::string name;     // OS name: "eth0", "mlx5_0", "cuda0"
-    std::string kind;     // "network", "openfabrics", "gpu", "coprocessor"
-    std::string pci;      // "0000:00:03.0", or "" when not on PCI
-    int numa = -1;        // nearest NUMA node (OS index), -1 when unknown
+    std::string name;  // OS name: "eth0", "mlx5_0", "cuda0"
+    std::string kind;  // "network", "openfabrics", "gpu", "coprocessor"
+    std::string pci;   // "0000:00:03.0", or "" when not on PCI
+    int numa = -1;     // nearest NUMA node (OS index), -1 when unknown
 };
 
 struct MachineView {
     int packages = 0, numa_nodes = 0, cores = 0, pus = 0;
     std::vector<MachineDevice> gpus, nics;
-    int my_numa = -1;     // NUMA node of the calling thread's binding, -1 when unbound or unknown
+    int my_numa = -1;  // NUMA node of the calling thread's binding, -1 when unbound or unknown
     std::string describe() const;
 };
 

@@ -10,7 +10,7 @@ namespace loom {
 
 struct AlgorithmInfo {
     Collective collective;
-    const char *name;          // what users force it by: LOOM_ALLREDUCE_ALGORITHM=ring
+    const char *name;  // what users force it by: LOOM_ALLREDUCE_ALGORITHM=ring
     const char *description;
     const char *restrictions;  // in words, for loom-info; "none" when it runs anywhere
     // Empty when the algorithm can run `args`; otherwise why not.

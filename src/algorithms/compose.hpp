@@ -26,7 +26,9 @@ struct NodeView {
     int node, local, k;  // this rank's node, its index there, the node's rank count
     const std::vector<int> &members() const { return map.members[node]; }
     NodeView(const CollArgs &a, int rank)
-        : map(*a.nodes), node(map.node_of[rank]), local(map.local_index[rank]),
+        : map(*a.nodes),
+          node(map.node_of[rank]),
+          local(map.local_index[rank]),
           k(static_cast<int>(map.members[map.node_of[rank]].size())) {}
 };
 

@@ -72,7 +72,9 @@ void reduce_scatter_halving(const Fold &fold, const BlockLayout &blocks, int ran
     int stage = 0;
     for (int half = core / 2; half >= 1; half /= 2, ++stage) {
         const int keep_first = (rank & half) ? (rank & ~(2 * half - 1)) + half : rank & ~(2 * half - 1);
-        if (filled) stage_landing[stage % 2] = std::max(stage_landing[stage % 2], elements_in(runs_of(blocks, core, keep_first, half)));
+        if (filled)
+            stage_landing[stage % 2] =
+                std::max(stage_landing[stage % 2], elements_in(runs_of(blocks, core, keep_first, half)));
         filled = true;
     }
     const size_t scratch_needed = std::max(fold_landing, stage_landing[0] + stage_landing[1]);
@@ -122,7 +124,8 @@ void reduce_scatter_halving(const Fold &fold, const BlockLayout &blocks, int ran
         filled = true;
     }
     if (!filled)  // a communicator of one: nothing was exchanged
-        for (const Run &r : runs_of(blocks, core, rank, 1)) b.copy(work.sub(r.offset, r.count), source.sub(r.offset, r.count));
+        for (const Run &r : runs_of(blocks, core, rank, 1))
+            b.copy(work.sub(r.offset, r.count), source.sub(r.offset, r.count));
 }
 
 void allgather_doubling(const Fold &fold, const BlockLayout &blocks, int rank, Slice work, ProgramBuilder &b) {
@@ -136,8 +139,10 @@ void allgather_doubling(const Fold &fold, const BlockLayout &blocks, int rank, S
     // groups are disjoint, so the exchange reads and writes disjoint runs.
     for (int held = 1; held < core; held *= 2) {
         const int partner = rank ^ held;
-        for (const Run &r : runs_of(blocks, core, rank & ~(held - 1), held)) b.send(partner, work.sub(r.offset, r.count));
-        for (const Run &r : runs_of(blocks, core, partner & ~(held - 1), held)) b.recv(partner, work.sub(r.offset, r.count));
+        for (const Run &r : runs_of(blocks, core, rank & ~(held - 1), held))
+            b.send(partner, work.sub(r.offset, r.count));
+        for (const Run &r : runs_of(blocks, core, partner & ~(held - 1), held))
+            b.recv(partner, work.sub(r.offset, r.count));
     }
     for (int peer : fold.carried(rank)) b.send(peer, work);
 }
@@ -153,8 +158,12 @@ void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, S
 }
 
 Ring::Ring(const CollArgs &a, int r, BlockLayout layout, size_t owned_block)
-    : nranks(a.nranks), left((r + a.nranks - 1) % a.nranks), right((r + 1) % a.nranks),
-      blocks(std::move(layout)), owned(owned_block), largest_block(largest_of(blocks)),
+    : nranks(a.nranks),
+      left((r + a.nranks - 1) % a.nranks),
+      right((r + 1) % a.nranks),
+      blocks(std::move(layout)),
+      owned(owned_block),
+      largest_block(largest_of(blocks)),
       segment(std::max<size_t>(1, a.segment_bytes ? a.segment_bytes / a.elem_size : largest_block)) {}
 
 size_t Ring::block_before_owned(int back) const {
@@ -166,8 +175,7 @@ size_t Ring::segment_count(size_t block, size_t offset) const {
     return offset < blocks.count(block) ? std::min(segment, blocks.count(block) - offset) : size_t{0};
 }
 
-void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials,
-                         ProgramBuilder &b) {
+void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials, ProgramBuilder &b) {
     if (ring.nranks == 1) return;
     const BlockLayout &blocks = ring.blocks;
     const Slice landing[2] = {b.scratch(ring.largest_block), b.scratch(ring.largest_block)};
@@ -186,12 +194,9 @@ void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, Rin
             const size_t in_n = ring.segment_count(in_block, off);
             const Slice arrived = incoming.sub(off, in_n), mine = part_of(in_block).sub(off, in_n);
             b.recv(ring.left, arrived);
-            if (last)
-                b.reduce(result.sub(off, in_n), arrived);
-            else if (partials == RingPartials::in_contribution)
-                b.reduce(mine, arrived);
-            else
-                b.reduce(arrived, mine);
+            if (last) b.reduce(result.sub(off, in_n), arrived);
+            else if (partials == RingPartials::in_contribution) b.reduce(mine, arrived);
+            else b.reduce(arrived, mine);
         }
     }
 }

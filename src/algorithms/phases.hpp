@@ -68,8 +68,7 @@ enum class RingPartials {
 // of it (with in_contribution: the owned block of `contribution`).
 // `contribution` is this rank's whole vector (blocks.total() elements);
 // step 0 sends straight from it.
-void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials,
-                         ProgramBuilder &b);
+void ring_reduce_scatter(const Ring &ring, Slice contribution, Slice result, RingPartials partials, ProgramBuilder &b);
 
 // Ring allgather over `vec` (blocks.total() elements): this rank starts
 // with the owned block and ends with all; in step s it forwards block

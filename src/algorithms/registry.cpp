@@ -31,13 +31,30 @@ extern const AlgorithmInfo kAlltoallNodeAggregation;
 
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
-        &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceRabenseifner, &kAllreduceRecursiveMultiplying,
-        &kAllreduceDirect, &kAllreduceHierSplit, &kAllreduceHierLeader,
-        &kReduceScatterRing, &kReduceScatterRecursiveHalving, &kReduceScatterPairwise, &kReduceScatterHierarchical,
-        &kReduceScatterBlockRing, &kReduceScatterBlockRecursiveHalving, &kReduceScatterBlockPairwise,
+        &kAllreduceRecursiveDoubling,
+        &kAllreduceRing,
+        &kAllreduceRabenseifner,
+        &kAllreduceRecursiveMultiplying,
+        &kAllreduceDirect,
+        &kAllreduceHierSplit,
+        &kAllreduceHierLeader,
+        &kReduceScatterRing,
+        &kReduceScatterRecursiveHalving,
+        &kReduceScatterPairwise,
+        &kReduceScatterHierarchical,
+        &kReduceScatterBlockRing,
+        &kReduceScatterBlockRecursiveHalving,
+        &kReduceScatterBlockPairwise,
         &kReduceScatterBlockHierarchical,
-        &kAllgatherRing, &kAllgatherRecursiveDoubling, &kAllgatherBruck, &kAllgatherDirect, &kAllgatherHierarchical,
-        &kAlltoallPairwise, &kAlltoallBruck, &kAlltoallScattered, &kAlltoallNodeAggregation,
+        &kAllgatherRing,
+        &kAllgatherRecursiveDoubling,
+        &kAllgatherBruck,
+        &kAllgatherDirect,
+        &kAllgatherHierarchical,
+        &kAlltoallPairwise,
+        &kAlltoallBruck,
+        &kAlltoallScattered,
+        &kAlltoallNodeAggregation,
     };
     return list;
 }

@@ -40,7 +40,8 @@ namespace {
 constexpr unsigned __int128 kMaxBufferBytes = 1ULL << 60;
 
 Status check_comm(loom_comm_t comm) {
-    if (!comm || !comm->impl) return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is NULL (create it with loom_comm_create)");
+    if (!comm || !comm->impl)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "communicator is NULL (create it with loom_comm_create)");
     return LOOM_SUCCESS;
 }
 
@@ -61,17 +62,19 @@ Status check_count(int64_t count, const char *what, size_t elem_size, int nranks
 Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size_t recv_elems) {
     if (sendbuf == nullptr && send_elems > 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "sendbuf is NULL with a nonzero count (use LOOM_IN_PLACE for in-place)");
-    if (recvbuf == nullptr && recv_elems > 0) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvbuf is NULL with a nonzero count");
+    if (recvbuf == nullptr && recv_elems > 0)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "recvbuf is NULL with a nonzero count");
     if (sendbuf != nullptr && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf && send_elems > 0)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf are the same buffer; pass LOOM_IN_PLACE as sendbuf instead");
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "sendbuf and recvbuf are the same buffer; pass LOOM_IN_PLACE as sendbuf instead");
     return LOOM_SUCCESS;
 }
 
 bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
 // Common front half of every collective: checks, then start.
-Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf,
-                  loom_datatype_t type, loom_op_t op, bool reduces, std::unique_ptr<Request> *req) {
+Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
+                  loom_op_t op, bool reduces, std::unique_ptr<Request> *req) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
         LOOM_RETURN_IF_ERROR(check_reduction(type, op));
@@ -96,7 +99,6 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     // No request wanted: a blocking call, run on the communicator's reusable request.
     return req ? c.start(std::move(full), call, req) : c.run(std::move(full), call);
 }
-
 
 int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
     if (st != LOOM_SUCCESS) return st;
@@ -321,7 +323,8 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
     LOOM_RETURN_IF_ERROR(check_datatype(type));
     Collective c;
     if (!collective || !collective_from_name(collective, &c))
-        return fail(LOOM_ERR_INVALID_ARGUMENT, std::string("unknown collective '") + (collective ? collective : "(null)") + "'");
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    std::string("unknown collective '") + (collective ? collective : "(null)") + "'");
     Communicator &impl = *comm->impl;
     CollArgs a;
     a.collective = c;
@@ -342,8 +345,9 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     Collective c;
     if (!collective || !collective_from_name(collective, &c))
-        return fail(LOOM_ERR_INVALID_ARGUMENT, std::string("unknown collective '") + (collective ? collective : "(null)") +
-                                                   "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall)");
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    std::string("unknown collective '") + (collective ? collective : "(null)") +
+                        "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall)");
     if (!name) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_last_algorithm: name is NULL");
     *name = comm->impl->last_algorithm(c);
     return LOOM_SUCCESS;
@@ -395,7 +399,8 @@ int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");
     if (info->version != LOOM_TRANSPORT_INFO_VERSION)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info->version is " +
-                                                   std::to_string(info->version) + ": set it to LOOM_TRANSPORT_INFO_VERSION (" +
+                                                   std::to_string(info->version) +
+                                                   ": set it to LOOM_TRANSPORT_INFO_VERSION (" +
                                                    std::to_string(LOOM_TRANSPORT_INFO_VERSION) + ")");
     const Router &router = comm->impl->transport();
     auto &held = comm->report;
@@ -447,20 +452,45 @@ int loom_datatype_from_mpi(MPI_Datatype t, loom_datatype_t *out) {
         MPI_Datatype mpi;
         loom_datatype_t loom;
     } map[] = {
-        {MPI_INT8_T, LOOM_INT8}, {MPI_UINT8_T, LOOM_UINT8}, {MPI_INT16_T, LOOM_INT16}, {MPI_UINT16_T, LOOM_UINT16},
-        {MPI_INT32_T, LOOM_INT32}, {MPI_UINT32_T, LOOM_UINT32}, {MPI_INT64_T, LOOM_INT64}, {MPI_UINT64_T, LOOM_UINT64},
-        {MPI_CHAR, LOOM_CHAR}, {MPI_SIGNED_CHAR, LOOM_SIGNED_CHAR}, {MPI_UNSIGNED_CHAR, LOOM_UNSIGNED_CHAR},
-        {MPI_WCHAR, LOOM_WCHAR}, {MPI_SHORT, LOOM_SHORT}, {MPI_UNSIGNED_SHORT, LOOM_UNSIGNED_SHORT},
-        {MPI_INT, LOOM_INT}, {MPI_UNSIGNED, LOOM_UNSIGNED}, {MPI_LONG, LOOM_LONG},
-        {MPI_UNSIGNED_LONG, LOOM_UNSIGNED_LONG}, {MPI_LONG_LONG, LOOM_LONG_LONG},
-        {MPI_LONG_LONG_INT, LOOM_LONG_LONG}, {MPI_UNSIGNED_LONG_LONG, LOOM_UNSIGNED_LONG_LONG},
-        {MPI_AINT, LOOM_INT64}, {MPI_OFFSET, LOOM_INT64}, {MPI_COUNT, LOOM_INT64},
-        {MPI_BYTE, LOOM_BYTE}, {MPI_C_BOOL, LOOM_BOOL}, {MPI_FLOAT, LOOM_FLOAT}, {MPI_DOUBLE, LOOM_DOUBLE},
-        {MPI_LONG_DOUBLE, LOOM_LONG_DOUBLE}, {MPI_C_FLOAT_COMPLEX, LOOM_C_FLOAT_COMPLEX},
-        {MPI_C_COMPLEX, LOOM_C_FLOAT_COMPLEX}, {MPI_C_DOUBLE_COMPLEX, LOOM_C_DOUBLE_COMPLEX},
-        {MPI_C_LONG_DOUBLE_COMPLEX, LOOM_C_LONG_DOUBLE_COMPLEX}, {MPI_FLOAT_INT, LOOM_FLOAT_INT},
-        {MPI_DOUBLE_INT, LOOM_DOUBLE_INT}, {MPI_LONG_INT, LOOM_LONG_INT}, {MPI_2INT, LOOM_2INT},
-        {MPI_SHORT_INT, LOOM_SHORT_INT}, {MPI_LONG_DOUBLE_INT, LOOM_LONG_DOUBLE_INT},
+        {MPI_INT8_T, LOOM_INT8},
+        {MPI_UINT8_T, LOOM_UINT8},
+        {MPI_INT16_T, LOOM_INT16},
+        {MPI_UINT16_T, LOOM_UINT16},
+        {MPI_INT32_T, LOOM_INT32},
+        {MPI_UINT32_T, LOOM_UINT32},
+        {MPI_INT64_T, LOOM_INT64},
+        {MPI_UINT64_T, LOOM_UINT64},
+        {MPI_CHAR, LOOM_CHAR},
+        {MPI_SIGNED_CHAR, LOOM_SIGNED_CHAR},
+        {MPI_UNSIGNED_CHAR, LOOM_UNSIGNED_CHAR},
+        {MPI_WCHAR, LOOM_WCHAR},
+        {MPI_SHORT, LOOM_SHORT},
+        {MPI_UNSIGNED_SHORT, LOOM_UNSIGNED_SHORT},
+        {MPI_INT, LOOM_INT},
+        {MPI_UNSIGNED, LOOM_UNSIGNED},
+        {MPI_LONG, LOOM_LONG},
+        {MPI_UNSIGNED_LONG, LOOM_UNSIGNED_LONG},
+        {MPI_LONG_LONG, LOOM_LONG_LONG},
+        {MPI_LONG_LONG_INT, LOOM_LONG_LONG},
+        {MPI_UNSIGNED_LONG_LONG, LOOM_UNSIGNED_LONG_LONG},
+        {MPI_AINT, LOOM_INT64},
+        {MPI_OFFSET, LOOM_INT64},
+        {MPI_COUNT, LOOM_INT64},
+        {MPI_BYTE, LOOM_BYTE},
+        {MPI_C_BOOL, LOOM_BOOL},
+        {MPI_FLOAT, LOOM_FLOAT},
+        {MPI_DOUBLE, LOOM_DOUBLE},
+        {MPI_LONG_DOUBLE, LOOM_LONG_DOUBLE},
+        {MPI_C_FLOAT_COMPLEX, LOOM_C_FLOAT_COMPLEX},
+        {MPI_C_COMPLEX, LOOM_C_FLOAT_COMPLEX},
+        {MPI_C_DOUBLE_COMPLEX, LOOM_C_DOUBLE_COMPLEX},
+        {MPI_C_LONG_DOUBLE_COMPLEX, LOOM_C_LONG_DOUBLE_COMPLEX},
+        {MPI_FLOAT_INT, LOOM_FLOAT_INT},
+        {MPI_DOUBLE_INT, LOOM_DOUBLE_INT},
+        {MPI_LONG_INT, LOOM_LONG_INT},
+        {MPI_2INT, LOOM_2INT},
+        {MPI_SHORT_INT, LOOM_SHORT_INT},
+        {MPI_LONG_DOUBLE_INT, LOOM_LONG_DOUBLE_INT},
     };
     for (const auto &m : map)
         if (m.mpi == t) {
@@ -477,9 +507,9 @@ int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
     const struct {
         MPI_Op mpi;
         loom_op_t loom;
-    } map[] = {{MPI_SUM, LOOM_SUM}, {MPI_PROD, LOOM_PROD}, {MPI_MIN, LOOM_MIN}, {MPI_MAX, LOOM_MAX},
-               {MPI_LAND, LOOM_LAND}, {MPI_LOR, LOOM_LOR}, {MPI_LXOR, LOOM_LXOR}, {MPI_BAND, LOOM_BAND},
-               {MPI_BOR, LOOM_BOR}, {MPI_BXOR, LOOM_BXOR}, {MPI_MINLOC, LOOM_MINLOC}, {MPI_MAXLOC, LOOM_MAXLOC}};
+    } map[] = {{MPI_SUM, LOOM_SUM},   {MPI_PROD, LOOM_PROD}, {MPI_MIN, LOOM_MIN},       {MPI_MAX, LOOM_MAX},
+               {MPI_LAND, LOOM_LAND}, {MPI_LOR, LOOM_LOR},   {MPI_LXOR, LOOM_LXOR},     {MPI_BAND, LOOM_BAND},
+               {MPI_BOR, LOOM_BOR},   {MPI_BXOR, LOOM_BXOR}, {MPI_MINLOC, LOOM_MINLOC}, {MPI_MAXLOC, LOOM_MAXLOC}};
     for (const auto &m : map)
         if (m.mpi == op) {
             *out = m.loom;
@@ -511,8 +541,8 @@ int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_dataty
                               loom_comm_t comm) {
     return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr);
 }
-int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
-                               loom_comm_t comm, loom_request_t *out) {
+int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
+                               loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
     return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req), req, out);

@@ -26,7 +26,8 @@ constexpr DatatypeInfo kTypes[] = {
     {LOOM_LONG, "long", "MPI_LONG", sizeof(long), TypeClass::signed_integer},
     {LOOM_UNSIGNED_LONG, "unsigned_long", "MPI_UNSIGNED_LONG", sizeof(long), TypeClass::unsigned_integer},
     {LOOM_LONG_LONG, "long_long", "MPI_LONG_LONG", sizeof(long long), TypeClass::signed_integer},
-    {LOOM_UNSIGNED_LONG_LONG, "unsigned_long_long", "MPI_UNSIGNED_LONG_LONG", sizeof(long long), TypeClass::unsigned_integer},
+    {LOOM_UNSIGNED_LONG_LONG, "unsigned_long_long", "MPI_UNSIGNED_LONG_LONG", sizeof(long long),
+     TypeClass::unsigned_integer},
     {LOOM_BYTE, "byte", "MPI_BYTE", 1, TypeClass::byte},
     {LOOM_BOOL, "bool", "MPI_C_BOOL", sizeof(bool), TypeClass::boolean},
     {LOOM_FLOAT16, "float16", "(none: C API only)", 2, TypeClass::reduced_float},
@@ -36,18 +37,20 @@ constexpr DatatypeInfo kTypes[] = {
     {LOOM_LONG_DOUBLE, "long_double", "MPI_LONG_DOUBLE", sizeof(long double), TypeClass::floating},
     {LOOM_C_FLOAT_COMPLEX, "float_complex", "MPI_C_FLOAT_COMPLEX", 2 * sizeof(float), TypeClass::complex},
     {LOOM_C_DOUBLE_COMPLEX, "double_complex", "MPI_C_DOUBLE_COMPLEX", 2 * sizeof(double), TypeClass::complex},
-    {LOOM_C_LONG_DOUBLE_COMPLEX, "long_double_complex", "MPI_C_LONG_DOUBLE_COMPLEX", 2 * sizeof(long double), TypeClass::complex},
+    {LOOM_C_LONG_DOUBLE_COMPLEX, "long_double_complex", "MPI_C_LONG_DOUBLE_COMPLEX", 2 * sizeof(long double),
+     TypeClass::complex},
     {LOOM_FLOAT_INT, "float_int", "MPI_FLOAT_INT", sizeof(FloatInt), TypeClass::value_index_pair},
     {LOOM_DOUBLE_INT, "double_int", "MPI_DOUBLE_INT", sizeof(DoubleInt), TypeClass::value_index_pair},
     {LOOM_LONG_INT, "long_int", "MPI_LONG_INT", sizeof(LongInt), TypeClass::value_index_pair},
     {LOOM_2INT, "2int", "MPI_2INT", sizeof(TwoInt), TypeClass::value_index_pair},
     {LOOM_SHORT_INT, "short_int", "MPI_SHORT_INT", sizeof(ShortInt), TypeClass::value_index_pair},
-    {LOOM_LONG_DOUBLE_INT, "long_double_int", "MPI_LONG_DOUBLE_INT", sizeof(LongDoubleInt), TypeClass::value_index_pair},
+    {LOOM_LONG_DOUBLE_INT, "long_double_int", "MPI_LONG_DOUBLE_INT", sizeof(LongDoubleInt),
+     TypeClass::value_index_pair},
 };
 static_assert(sizeof(kTypes) / sizeof(kTypes[0]) == LOOM_DATATYPE_COUNT, "one entry per loom_datatype_t");
 
-constexpr const char *kOpNames[] = {"sum", "prod", "min", "max", "land", "lor", "lxor",
-                                    "band", "bor", "bxor", "minloc", "maxloc"};
+constexpr const char *kOpNames[] = {"sum",  "prod", "min", "max",  "land",   "lor",
+                                    "lxor", "band", "bor", "bxor", "minloc", "maxloc"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == LOOM_OP_COUNT, "one name per loom_op_t");
 
 }  // namespace
@@ -64,9 +67,8 @@ const char *op_name(loom_op_t op) { return op_is_valid(op) ? kOpNames[op] : null
 Status check_datatype(loom_datatype_t type) {
     if (!datatype_info(type))
         return fail(LOOM_ERR_INVALID_DATATYPE,
-                    "datatype " + std::to_string(static_cast<long>(type)) +
-                        " is not a loom_datatype_t (valid: 0.." + std::to_string(LOOM_DATATYPE_COUNT - 1) +
-                        "; see loom-info --datatypes)");
+                    "datatype " + std::to_string(static_cast<long>(type)) + " is not a loom_datatype_t (valid: 0.." +
+                        std::to_string(LOOM_DATATYPE_COUNT - 1) + "; see loom-info --datatypes)");
     return LOOM_SUCCESS;
 }
 
@@ -74,8 +76,8 @@ Status check_reduction(loom_datatype_t type, loom_op_t op) {
     LOOM_RETURN_IF_ERROR(check_datatype(type));
     if (!op_is_valid(op))
         return fail(LOOM_ERR_INVALID_OP, "op " + std::to_string(static_cast<long>(op)) +
-                                             " is not a loom_op_t (valid: 0.." +
-                                             std::to_string(LOOM_OP_COUNT - 1) + ")");
+                                             " is not a loom_op_t (valid: 0.." + std::to_string(LOOM_OP_COUNT - 1) +
+                                             ")");
     if (!reduction_kernel(type, op))
         return fail(LOOM_ERR_INVALID_OP, std::string("op ") + op_name(op) + " is not defined for datatype " +
                                              datatype_info(type)->name +

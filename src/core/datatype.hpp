@@ -5,22 +5,29 @@
 #include <cstdint>
 #include <string>
 
-#include "loom.h"
 #include "core/reduced_float.hpp"
 #include "core/status.hpp"
+#include "loom.h"
 
 namespace loom {
 
 enum class TypeClass : uint8_t {
-    signed_integer, unsigned_integer, character, byte, boolean,
-    floating, reduced_float, complex, value_index_pair
+    signed_integer,
+    unsigned_integer,
+    character,
+    byte,
+    boolean,
+    floating,
+    reduced_float,
+    complex,
+    value_index_pair
 };
 
 struct DatatypeInfo {
     loom_datatype_t id;
-    const char *name;       // "int32", "float_int", ...
-    const char *mpi_name;   // "MPI_INT32_T", ...
-    size_t size;            // bytes per element, as laid out in a C array
+    const char *name;      // "int32", "float_int", ...
+    const char *mpi_name;  // "MPI_INT32_T", ...
+    size_t size;           // bytes per element, as laid out in a C array
     TypeClass type_class;
 };
 
@@ -28,7 +35,7 @@ struct DatatypeInfo {
 using ReduceFn = void (*)(void *dst, const void *src, size_t n);
 
 const DatatypeInfo *datatype_info(loom_datatype_t type);  // nullptr when invalid
-const char *op_name(loom_op_t op);                          // nullptr when invalid
+const char *op_name(loom_op_t op);                        // nullptr when invalid
 bool op_is_valid(loom_op_t op);
 
 // The kernel for (type, op), or nullptr where MPI does not define the pair.
@@ -38,13 +45,30 @@ ReduceFn reduction_kernel(loom_datatype_t type, loom_op_t op);
 Status check_datatype(loom_datatype_t type);
 Status check_reduction(loom_datatype_t type, loom_op_t op);
 
-
 // Value/index pair layouts as MPI defines them (C struct layout).
-struct FloatInt { float value; int index; };
-struct DoubleInt { double value; int index; };
-struct LongInt { long value; int index; };
-struct TwoInt { int value; int index; };
-struct ShortInt { short value; int index; };
-struct LongDoubleInt { long double value; int index; };
+struct FloatInt {
+    float value;
+    int index;
+};
+struct DoubleInt {
+    double value;
+    int index;
+};
+struct LongInt {
+    long value;
+    int index;
+};
+struct TwoInt {
+    int value;
+    int index;
+};
+struct ShortInt {
+    short value;
+    int index;
+};
+struct LongDoubleInt {
+    long double value;
+    int index;
+};
 
 }  // namespace loom

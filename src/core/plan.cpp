@@ -106,8 +106,7 @@ void ProgramBuilder::push_group(const std::vector<int> &ranks, Slice input, Slic
 
 void ProgramBuilder::pop_group() { groups_.pop_back(); }
 
-StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps,
-                           int lane) {
+StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps, int lane) {
     if (!groups_.empty()) {
         if (peer >= 0) peer = groups_.back().ranks[peer];
         if (kind == StepKind::send && groups_.back().lane >= 0) lane = groups_.back().lane;
@@ -174,8 +173,9 @@ void Program::finalize() {
 
 std::string Program::validate(size_t input_count, size_t output_count) const {
     auto in_bounds = [&](const Slice &sl) {
-        size_t limit = sl.buffer == Buffer::input ? input_count
-                       : sl.buffer == Buffer::output ? output_count : scratch_count;
+        size_t limit = sl.buffer == Buffer::input    ? input_count
+                       : sl.buffer == Buffer::output ? output_count
+                                                     : scratch_count;
         return sl.offset + sl.count <= limit;
     };
     for (StepId id = 0; id < steps.size(); ++id) {

@@ -49,10 +49,10 @@ using StepId = uint32_t;
 
 struct Step {
     StepKind kind = StepKind::join;
-    uint8_t lane = 0;      // rail / channel for sends; single-lane transports ignore it
-    int32_t peer = -1;     // communicator rank (send/recv)
-    Slice dst;             // recv, reduce, copy
-    Slice src;             // send, reduce, copy
+    uint8_t lane = 0;        // rail / channel for sends; single-lane transports ignore it
+    int32_t peer = -1;       // communicator rank (send/recv)
+    Slice dst;               // recv, reduce, copy
+    Slice src;               // send, reduce, copy
     uint32_t first_dep = 0;  // index into Program::deps
     uint32_t dep_count = 0;
 };
@@ -93,13 +93,27 @@ using Deps = std::initializer_list<StepId>;
 class ProgramBuilder {
   public:
     explicit ProgramBuilder(Program &program) : p_(program) {}
-    StepId send(int peer, Slice src, Deps deps = {}, int lane = 0) { return add(StepKind::send, peer, {}, src, deps.begin(), deps.size(), lane); }
-    StepId send(int peer, Slice src, const std::vector<StepId> &deps, int lane = 0) { return add(StepKind::send, peer, {}, src, deps.data(), deps.size(), lane); }
-    StepId recv(int peer, Slice dst, Deps deps = {}) { return add(StepKind::recv, peer, dst, {}, deps.begin(), deps.size(), 0); }
-    StepId recv(int peer, Slice dst, const std::vector<StepId> &deps) { return add(StepKind::recv, peer, dst, {}, deps.data(), deps.size(), 0); }
-    StepId reduce(Slice dst, Slice src, Deps deps = {}) { return add(StepKind::reduce, -1, dst, src, deps.begin(), deps.size(), 0); }
-    StepId copy(Slice dst, Slice src, Deps deps = {}) { return add(StepKind::copy, -1, dst, src, deps.begin(), deps.size(), 0); }
-    StepId join(const std::vector<StepId> &deps) { return add(StepKind::join, -1, {}, {}, deps.data(), deps.size(), 0); }
+    StepId send(int peer, Slice src, Deps deps = {}, int lane = 0) {
+        return add(StepKind::send, peer, {}, src, deps.begin(), deps.size(), lane);
+    }
+    StepId send(int peer, Slice src, const std::vector<StepId> &deps, int lane = 0) {
+        return add(StepKind::send, peer, {}, src, deps.data(), deps.size(), lane);
+    }
+    StepId recv(int peer, Slice dst, Deps deps = {}) {
+        return add(StepKind::recv, peer, dst, {}, deps.begin(), deps.size(), 0);
+    }
+    StepId recv(int peer, Slice dst, const std::vector<StepId> &deps) {
+        return add(StepKind::recv, peer, dst, {}, deps.data(), deps.size(), 0);
+    }
+    StepId reduce(Slice dst, Slice src, Deps deps = {}) {
+        return add(StepKind::reduce, -1, dst, src, deps.begin(), deps.size(), 0);
+    }
+    StepId copy(Slice dst, Slice src, Deps deps = {}) {
+        return add(StepKind::copy, -1, dst, src, deps.begin(), deps.size(), 0);
+    }
+    StepId join(const std::vector<StepId> &deps) {
+        return add(StepKind::join, -1, {}, {}, deps.data(), deps.size(), 0);
+    }
     // Reserves `count` elements of scratch.
     Slice scratch(size_t count) {
         Slice s{Buffer::scratch, p_.scratch_count, count};

@@ -29,23 +29,59 @@ template <typename T>
 using Wide = std::make_unsigned_t<T>;
 
 // --- integer ops: arithmetic in the unsigned type of the same width wraps.
-template <typename T> struct IntSum { static T apply(T a, T b) { return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)); } };
-template <typename T> struct IntProd {
+template <typename T>
+struct IntSum {
+    static T apply(T a, T b) { return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)); }
+};
+template <typename T>
+struct IntProd {
     // Promote to at least unsigned int so 16-bit products do not go through signed int.
     using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, Wide<T>>;
-    static T apply(T a, T b) { return static_cast<T>(static_cast<U>(static_cast<Wide<T>>(a)) * static_cast<U>(static_cast<Wide<T>>(b))); }
+    static T apply(T a, T b) {
+        return static_cast<T>(static_cast<U>(static_cast<Wide<T>>(a)) * static_cast<U>(static_cast<Wide<T>>(b)));
+    }
 };
-template <typename T> struct Min { static T apply(T a, T b) { return b < a ? b : a; } };
-template <typename T> struct Max { static T apply(T a, T b) { return a < b ? b : a; } };
-template <typename T> struct LogicalAnd { static T apply(T a, T b) { return static_cast<T>((a != 0) & (b != 0)); } };
-template <typename T> struct LogicalOr { static T apply(T a, T b) { return static_cast<T>((a != 0) | (b != 0)); } };
-template <typename T> struct LogicalXor { static T apply(T a, T b) { return static_cast<T>((a != 0) ^ (b != 0)); } };
-template <typename T> struct BitAnd { static T apply(T a, T b) { return static_cast<T>(a & b); } };
-template <typename T> struct BitOr { static T apply(T a, T b) { return static_cast<T>(a | b); } };
-template <typename T> struct BitXor { static T apply(T a, T b) { return static_cast<T>(a ^ b); } };
+template <typename T>
+struct Min {
+    static T apply(T a, T b) { return b < a ? b : a; }
+};
+template <typename T>
+struct Max {
+    static T apply(T a, T b) { return a < b ? b : a; }
+};
+template <typename T>
+struct LogicalAnd {
+    static T apply(T a, T b) { return static_cast<T>((a != 0) & (b != 0)); }
+};
+template <typename T>
+struct LogicalOr {
+    static T apply(T a, T b) { return static_cast<T>((a != 0) | (b != 0)); }
+};
+template <typename T>
+struct LogicalXor {
+    static T apply(T a, T b) { return static_cast<T>((a != 0) ^ (b != 0)); }
+};
+template <typename T>
+struct BitAnd {
+    static T apply(T a, T b) { return static_cast<T>(a & b); }
+};
+template <typename T>
+struct BitOr {
+    static T apply(T a, T b) { return static_cast<T>(a | b); }
+};
+template <typename T>
+struct BitXor {
+    static T apply(T a, T b) { return static_cast<T>(a ^ b); }
+};
 // --- floating and complex
-template <typename T> struct Sum { static T apply(T a, T b) { return a + b; } };
-template <typename T> struct Prod { static T apply(T a, T b) { return a * b; } };
+template <typename T>
+struct Sum {
+    static T apply(T a, T b) { return a + b; }
+};
+template <typename T>
+struct Prod {
+    static T apply(T a, T b) { return a * b; }
+};
 
 // --- fp16 / bf16: widen to float, operate, round back to nearest even.
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), typename FloatOp>
@@ -54,13 +90,15 @@ struct Reduced {
 };
 
 // --- MINLOC / MAXLOC: ties keep the smaller index (MPI's rule).
-template <typename P> struct MinLoc {
+template <typename P>
+struct MinLoc {
     static P apply(P a, P b) {
         if (b.value < a.value || (b.value == a.value && b.index < a.index)) return b;
         return a;
     }
 };
-template <typename P> struct MaxLoc {
+template <typename P>
+struct MaxLoc {
     static P apply(P a, P b) {
         if (a.value < b.value || (b.value == a.value && b.index < a.index)) return b;
         return a;
@@ -96,10 +134,11 @@ __attribute__((target("avx,f16c"))) void apply_fp16_f16c(void *dst_v, const void
     }
     const size_t tail = n - vector_end;
     if (tail) {  // the last elements through the portable kernel
-        using Fn = std::conditional_t<Op == HalfOp::sum, Reduced<fp16_to_float, float_to_fp16, Sum<float>>,
-                   std::conditional_t<Op == HalfOp::prod, Reduced<fp16_to_float, float_to_fp16, Prod<float>>,
-                   std::conditional_t<Op == HalfOp::min, Reduced<fp16_to_float, float_to_fp16, Min<float>>,
-                                      Reduced<fp16_to_float, float_to_fp16, Max<float>>>>>;
+        using Fn = std::conditional_t<
+            Op == HalfOp::sum, Reduced<fp16_to_float, float_to_fp16, Sum<float>>,
+            std::conditional_t<Op == HalfOp::prod, Reduced<fp16_to_float, float_to_fp16, Prod<float>>,
+                               std::conditional_t<Op == HalfOp::min, Reduced<fp16_to_float, float_to_fp16, Min<float>>,
+                                                  Reduced<fp16_to_float, float_to_fp16, Max<float>>>>>;
         apply_elementwise<uint16_t, Fn>(dst + vector_end, src + vector_end, tail);
     }
 }
@@ -130,10 +169,11 @@ __attribute__((target("avx2"))) void apply_bf16_avx2(void *dst_v, const void *sr
     }
     const size_t tail = n - vector_end;
     if (tail) {
-        using Fn = std::conditional_t<Op == HalfOp::sum, Reduced<bf16_to_float, float_to_bf16, Sum<float>>,
-                   std::conditional_t<Op == HalfOp::prod, Reduced<bf16_to_float, float_to_bf16, Prod<float>>,
-                   std::conditional_t<Op == HalfOp::min, Reduced<bf16_to_float, float_to_bf16, Min<float>>,
-                                      Reduced<bf16_to_float, float_to_bf16, Max<float>>>>>;
+        using Fn = std::conditional_t<
+            Op == HalfOp::sum, Reduced<bf16_to_float, float_to_bf16, Sum<float>>,
+            std::conditional_t<Op == HalfOp::prod, Reduced<bf16_to_float, float_to_bf16, Prod<float>>,
+                               std::conditional_t<Op == HalfOp::min, Reduced<bf16_to_float, float_to_bf16, Min<float>>,
+                                                  Reduced<bf16_to_float, float_to_bf16, Max<float>>>>>;
         apply_elementwise<uint16_t, Fn>(dst + vector_end, src + vector_end, tail);
     }
 }
@@ -188,11 +228,24 @@ void add_pair(Table &t, loom_datatype_t id) {
     t[id][LOOM_MAXLOC] = apply_elementwise<P, MaxLoc<P>>;
 }
 
-template <size_t Size> struct SignedOfSize;
-template <> struct SignedOfSize<1> { using type = int8_t; };
-template <> struct SignedOfSize<2> { using type = int16_t; };
-template <> struct SignedOfSize<4> { using type = int32_t; };
-template <> struct SignedOfSize<8> { using type = int64_t; };
+template <size_t Size>
+struct SignedOfSize;
+template <>
+struct SignedOfSize<1> {
+    using type = int8_t;
+};
+template <>
+struct SignedOfSize<2> {
+    using type = int16_t;
+};
+template <>
+struct SignedOfSize<4> {
+    using type = int32_t;
+};
+template <>
+struct SignedOfSize<8> {
+    using type = int64_t;
+};
 
 Table build_table() {
     Table t{};

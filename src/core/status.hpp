@@ -15,8 +15,8 @@ const char *last_error_message();
 
 }  // namespace loom
 
-#define LOOM_RETURN_IF_ERROR(expr)                 \
-    do {                                           \
-        ::loom::Status loom_status_ = (expr);      \
+#define LOOM_RETURN_IF_ERROR(expr)                             \
+    do {                                                       \
+        ::loom::Status loom_status_ = (expr);                  \
         if (loom_status_ != LOOM_SUCCESS) return loom_status_; \
     } while (0)

@@ -4,9 +4,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 
 namespace loom {
@@ -196,7 +196,8 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
 
 Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     if (started_any_)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "shared memory must be attached before the communicator's first collective");
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "shared memory must be attached before the communicator's first collective");
     std::unique_ptr<Transport> shm;
     const int node_ranks = static_cast<int>(node.local_ranks.size());
     const size_t ring_bytes = node.geometry.ring_bytes();

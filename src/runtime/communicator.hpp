@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/executor.hpp"
 #include "node_map.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/params.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
@@ -89,7 +89,6 @@ class Communicator {
     uint64_t plan_builds() const { return plan_builds_; }
 
   private:
-
     std::unique_ptr<Router> router_;
     int rank_ = 0, size_ = 1;
     Config config_;

@@ -7,7 +7,10 @@
 namespace loom {
 
 Execution::Execution(const Program *program, Transport &transport, uint32_t tag, const ExecutionBuffers &buffers)
-    : program_(program), transport_(transport), transport_ranks_(static_cast<size_t>(transport.size())), tag_(tag),
+    : program_(program),
+      transport_(transport),
+      transport_ranks_(static_cast<size_t>(transport.size())),
+      tag_(tag),
       buffers_(buffers) {}
 
 void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers) {
@@ -76,11 +79,10 @@ Status Execution::run_ready() {
                 ActiveLocal a{id, {}};
                 bool finished = false;
                 Engine &engine = *buffers_.engine;
-                const Status st =
-                    s.kind == StepKind::copy
-                        ? engine.copy(address(s.dst), address(s.src), s.dst.count * es, &a.handle, &finished)
-                        : engine.reduce(address(s.dst), address(s.src), s.dst.count, buffers_.reduce, &a.handle,
-                                        &finished);
+                const Status st = s.kind == StepKind::copy ? engine.copy(address(s.dst), address(s.src),
+                                                                         s.dst.count * es, &a.handle, &finished)
+                                                           : engine.reduce(address(s.dst), address(s.src), s.dst.count,
+                                                                           buffers_.reduce, &a.handle, &finished);
                 if (st != LOOM_SUCCESS) return st;
                 if (finished) complete(id);
                 else active_local_.push_back(a);
@@ -96,9 +98,10 @@ Status Execution::run_ready() {
                 ++in_flight_[key];
                 Active a{id, {}};
                 const Route route{buffers_.plan, s.lane};
-                Status st = s.kind == StepKind::send
-                                ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, route, &a.handle)
-                                : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, route, &a.handle);
+                Status st =
+                    s.kind == StepKind::send
+                        ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, route, &a.handle)
+                        : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, route, &a.handle);
                 if (st != LOOM_SUCCESS) return st;
                 active_.push_back(a);
                 if (p.next_in_peer_order[id] != Program::kNoStep) release(p.next_in_peer_order[id]);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/datatype.hpp"
-#include "engine/engine.hpp"
 #include "core/plan.hpp"
+#include "engine/engine.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -16,10 +16,10 @@ namespace loom {
 struct ExecutionBuffers {
     const void *input = nullptr;  // already resolved for in-place calls
     void *output = nullptr;
-    void *scratch = nullptr;      // at least program.scratch_count * elem_size bytes
+    void *scratch = nullptr;  // at least program.scratch_count * elem_size bytes
     size_t elem_size = 1;
-    ReduceFn reduce = nullptr;    // null for collectives without reduction
-    Engine *engine = nullptr;     // null: host memory, run by the host engine's kernels inline
+    ReduceFn reduce = nullptr;       // null for collectives without reduction
+    Engine *engine = nullptr;        // null: host memory, run by the host engine's kernels inline
     uint32_t plan = Route::kNoPlan;  // the communicator's id of the program, for the transports
 };
 
@@ -61,7 +61,7 @@ class Execution {
         StepId id;
         EngineHandle handle;
     };
-    std::vector<ActiveLocal> active_local_;  // local steps an engine has not completed yet
+    std::vector<ActiveLocal> active_local_;   // local steps an engine has not completed yet
     std::vector<TransportHandle *> handles_;  // scratch for test_many
     std::vector<unsigned char> done_flags_;   // bool per active operation
     size_t completed_ = 0;

@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "algorithms/algorithm.hpp"
-#include "select/cost_model.hpp"
 #include "node_map.hpp"
+#include "select/cost_model.hpp"
 
 namespace loom {
 
@@ -23,10 +23,10 @@ const std::vector<ParamSpec> &param_table() {
         {kParamAlltoallAlgorithm, "alltoall_algorithm", ParamType::algorithm, "auto", 2,
          "Alltoall algorithm by name, or auto", 0, 0, Collective::alltoall},
         {kParamSegmentSize, "segment_size", ParamType::size, "256KiB", 5,
-         "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes",
-         0, 1LL << 40, Collective::allreduce},
-        {kParamKnomialRadix, "knomial_radix", ParamType::integer, "4", 5,
-         "Radix k of recursive_multiplying allreduce", 2, 64, Collective::allreduce},
+         "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes", 0,
+         1LL << 40, Collective::allreduce},
+        {kParamKnomialRadix, "knomial_radix", ParamType::integer, "4", 5, "Radix k of recursive_multiplying allreduce",
+         2, 64, Collective::allreduce},
         {kParamAlltoallMaxOutstanding, "alltoall_max_outstanding", ParamType::integer, "8", 5,
          "Most sends and receives in flight per rank in the scattered alltoall", 1, 1 << 20, Collective::alltoall},
         {kParamPlanCacheEntries, "plan_cache_entries", ParamType::integer, "128", 6,

@@ -37,13 +37,13 @@ enum ParamId {
 
 struct ParamSpec {
     ParamId id;
-    const char *name;           // loom_comm_set_param name; env var is LOOM_<NAME>
+    const char *name;  // loom_comm_set_param name; env var is LOOM_<NAME>
     ParamType type;
     const char *default_value;
-    int level;                  // 1 = user basic ... 9 = developer (Open MPI's MCA levels)
+    int level;  // 1 = user basic ... 9 = developer (Open MPI's MCA levels)
     const char *help;
     long long min_value, max_value;  // for size/integer
-    Collective collective;      // for algorithm parameters
+    Collective collective;           // for algorithm parameters
 };
 
 const std::vector<ParamSpec> &param_table();

@@ -85,11 +85,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
                                                        "' (known: nodes=N ppn=N np=N rails=N type=NAME "
                                                        "memory=host|cuda|cuda_managed in_place)");
         if (!ok)
-            return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "explain: bad value in '" + w + "'" +
-                            (key == "type"     ? " (a datatype name as loom-info -d lists them)"
-                             : key == "memory" ? " (host, cuda or cuda_managed)"
-                                               : " (a positive integer)"));
+            return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: bad value in '" + w + "'" +
+                                                       (key == "type" ? " (a datatype name as loom-info -d lists them)"
+                                                        : key == "memory" ? " (host, cuda or cuda_managed)"
+                                                                          : " (a positive integer)"));
     }
     if (np == 0) np = nodes * (ppn ? ppn : (nodes == 1 ? 4 : 1));
     if (ppn == 0) ppn = (np + nodes - 1) / nodes;
@@ -104,7 +103,9 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         case Collective::allgather:
         case Collective::alltoall: a.count = elems; break;
         case Collective::reduce_scatter_block: a.count = elems / static_cast<size_t>(np); break;
-        case Collective::reduce_scatter: a.recv_counts.assign(static_cast<size_t>(np), elems / static_cast<size_t>(np)); break;
+        case Collective::reduce_scatter:
+            a.recv_counts.assign(static_cast<size_t>(np), elems / static_cast<size_t>(np));
+            break;
     }
     std::vector<int> labels(static_cast<size_t>(np));
     for (long long r = 0; r < np; ++r) labels[static_cast<size_t>(r)] = static_cast<int>(r / ppn);

@@ -72,15 +72,19 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: '" + item + "' is not key=value");
         const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
         const auto bad = [&](const char *expected) {
-            return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "cost model: " + key + "='" + value + "' is not " + expected);
+            return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + key + "='" + value + "' is not " + expected);
         };
-        LinkCost *link = key == "shm" ? &m.shared_memory : key == "intra" ? &m.intra_node : key == "net" ? &m.network : nullptr;
+        LinkCost *link = key == "shm"     ? &m.shared_memory
+                         : key == "intra" ? &m.intra_node
+                         : key == "net"   ? &m.network
+                                          : nullptr;
         if (link) {
             const size_t colon = value.find(':');
             const size_t second = colon == std::string::npos ? colon : value.find(':', colon + 1);
             const std::string bandwidth =
-                colon == std::string::npos ? "" : value.substr(colon + 1, second == std::string::npos ? second : second - colon - 1);
+                colon == std::string::npos
+                    ? ""
+                    : value.substr(colon + 1, second == std::string::npos ? second : second - colon - 1);
             if (colon == std::string::npos || !parse_latency(value.substr(0, colon), &link->alpha_us) ||
                 !parse_bandwidth(bandwidth, &link->us_per_byte) ||
                 (second != std::string::npos && !parse_latency(value.substr(second + 1), &link->overhead_us)))
@@ -117,9 +121,9 @@ struct Event {
     double time;
     int rank;
     StepId step;
-    Phase phase;  // start: the step becomes ready; take_in: a receive's data is there; finish
+    Phase phase;         // start: the step becomes ready; take_in: a receive's data is there; finish
     double overhead_us;  // take_in: the receiving core's time for the message
-    uint64_t order;  // ties broken by insertion, so runs are deterministic
+    uint64_t order;      // ties broken by insertion, so runs are deterministic
     bool operator>(const Event &o) const { return time != o.time ? time > o.time : order > o.order; }
 };
 
@@ -170,7 +174,7 @@ class Simulation {
         double time;  // when the data is there
         double overhead_us;
     };
-    struct Channel {  // messages from one rank to another, matched in order
+    struct Channel {                   // messages from one rank to another, matched in order
         std::deque<Arrival> arrivals;  // sends not yet matched
         std::deque<PendingRecv> recvs;
     };
@@ -214,9 +218,7 @@ class Simulation {
         const Step &s = prog.steps[e.step];
         const double es = static_cast<double>(args_.elem_size);
         switch (s.kind) {
-            case StepKind::join:
-                push(e.time, e.rank, e.step, Phase::finish);
-                break;
+            case StepKind::join: push(e.time, e.rank, e.step, Phase::finish); break;
             case StepKind::copy:
             case StepKind::reduce: {
                 const double per_byte = s.kind == StepKind::copy ? m_.copy_us_per_byte : m_.reduce_us_per_byte;
@@ -307,9 +309,8 @@ class Simulation {
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
     if (args.nranks > kModelMaxRanks)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) +
-                                                   " ranks is above the " + std::to_string(kModelMaxRanks) +
-                                                   " the simulation covers");
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
+                                                   std::to_string(kModelMaxRanks) + " the simulation covers");
     std::vector<std::unique_ptr<Program>> programs;
     programs.reserve(static_cast<size_t>(args.nranks));
     for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));

@@ -16,8 +16,8 @@
 namespace loom {
 
 struct LinkCost {
-    double alpha_us = 0;          // per message, in flight
-    double us_per_byte = 0;       // 1 / bandwidth
+    double alpha_us = 0;     // per message, in flight
+    double us_per_byte = 0;  // 1 / bandwidth
     // Per message, the time the sending and the receiving rank's core are
     // busy with it (LogP's o): what makes p-1 messages at once cost more
     // than one, above all through TCP on oversubscribed cores.

@@ -28,8 +28,8 @@ std::string call_text(const CollArgs &a) {
     std::string s = std::string(collective_name(a.collective)) + " " + bytes_text(message_bytes(a)) + " on " +
                     std::to_string(a.nranks) + (a.nranks == 1 ? " rank" : " ranks");
     if (a.nodes && a.nodes->nranks() == a.nranks && a.nodes->nodes() > 1) {
-        s += " (" + std::to_string(a.nodes->nodes()) + " nodes x " +
-             (a.nodes->uniform() ? "" : "up to ") + std::to_string(a.nodes->max_ranks_per_node());
+        s += " (" + std::to_string(a.nodes->nodes()) + " nodes x " + (a.nodes->uniform() ? "" : "up to ") +
+             std::to_string(a.nodes->max_ranks_per_node());
         if (a.nodes->rails > 1) s += ", " + std::to_string(a.nodes->rails) + " rails";
         s += ")";
     } else if (a.single_node) {

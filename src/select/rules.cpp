@@ -123,8 +123,8 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
                         origin + ": unknown top-level field '" + it.key() + "' (known: rules, model, comment)");
     if (doc.contains("model")) {
         if (!doc["model"].is_string())
-            return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'model' must be a string such as \"" +
-                                                       CostModel().describe() + "\"");
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        origin + ": field 'model' must be a string such as \"" + CostModel().describe() + "\"");
         CostModel m;
         if (CostModel::parse(doc["model"].get<std::string>(), &m) != LOOM_SUCCESS)
             return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'model': " + last_error_message());
@@ -132,9 +132,10 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
     }
     if (!doc.contains("rules") || !doc["rules"].is_array())
         return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": field 'rules' must be a list of entries");
-    static const char *const fields[] = {"collective", "memory", "comm_size", "nodes", "ppn", "bytes", "total_bytes",
-                                         "elements_per_rank", "single_node", "power_of_two", "algorithm",
-                                         "segment_size", "radix", "max_outstanding", "note", "comment"};
+    static const char *const fields[] = {"collective",  "memory",          "comm_size",   "nodes",
+                                         "ppn",         "bytes",           "total_bytes", "elements_per_rank",
+                                         "single_node", "power_of_two",    "algorithm",   "segment_size",
+                                         "radix",       "max_outstanding", "note",        "comment"};
     static const std::set<std::string> known(std::begin(fields), std::end(fields));
     std::string known_list;
     for (const char *f : fields) known_list += (known_list.empty() ? "" : ", ") + std::string(f);
@@ -174,7 +175,7 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
             if (e.contains(x.name) && !read_range(e[x.name], x.sizes, x.range, &why))
                 return field_error(origin, index, x.name, why);
         const std::pair<const char *, std::optional<bool> *> flags[] = {{"single_node", &r.single_node},
-                                                                       {"power_of_two", &r.power_of_two}};
+                                                                        {"power_of_two", &r.power_of_two}};
         for (const auto &[name, flag] : flags) {
             if (!e.contains(name)) continue;
             if (!e[name].is_boolean()) return field_error(origin, index, name, "must be true or false");

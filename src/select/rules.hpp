@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "select/cost_model.hpp"
 #include "core/plan.hpp"
 #include "core/status.hpp"
+#include "select/cost_model.hpp"
 
 namespace loom {
 
@@ -27,10 +27,10 @@ struct Rule {
     Collective collective = Collective::allreduce;
     std::string memory = "any";  // "host", "cuda", "cuda_managed", "device" (either cuda kind) or "any"
     Range comm_size, nodes, ppn, bytes;
-    Range total_bytes;        // total_bytes(args)
-    Range elements_per_rank;  // elements_per_rank(args)
-    std::optional<bool> single_node;   // CollArgs::single_node; unset: either
-    std::optional<bool> power_of_two;  // of the communicator size; unset: either
+    Range total_bytes;                    // total_bytes(args)
+    Range elements_per_rank;              // elements_per_rank(args)
+    std::optional<bool> single_node;      // CollArgs::single_node; unset: either
+    std::optional<bool> power_of_two;     // of the communicator size; unset: either
     std::vector<std::string> algorithms;  // in order of preference: the first that can run the call
     std::string note;                     // why, shown in the selection's reason
     std::optional<size_t> segment_bytes;

@@ -76,10 +76,10 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
                                                         "'; known: auto, " + algorithm_names(c));
         std::string why_not = algo->not_applicable(args);
         if (!why_not.empty())
-            return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, std::string(collective_name(c)) + " algorithm '" + forced +
-                                                               "' (forced) cannot run " + args.describe() + ": " +
-                                                               why_not + "; unset it or choose another of: " +
-                                                               algorithm_names(c));
+            return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE,
+                        std::string(collective_name(c)) + " algorithm '" + forced + "' (forced) cannot run " +
+                            args.describe() + ": " + why_not +
+                            "; unset it or choose another of: " + algorithm_names(c));
         *out = Selection{};
         out->algorithm = algo;
         out->why = "forced";

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
-#include "select/cost_model.hpp"
 #include "runtime/params.hpp"
+#include "select/cost_model.hpp"
 #include "select/rules.hpp"
 
 namespace loom {
@@ -51,8 +51,8 @@ struct Prediction {
 };
 
 struct Explanation {
-    Selection selection;  // algorithm null when nothing can run the call's memory type
-    std::string not_executable;  // why, then
+    Selection selection;                 // algorithm null when nothing can run the call's memory type
+    std::string not_executable;          // why, then
     double predicted_us = -1;            // the chosen algorithm's
     std::vector<Prediction> candidates;  // predicted ones, fastest first, then the others
     std::string model;                   // the model's parameters

@@ -10,12 +10,12 @@
 
 #include <vector>
 
-#include "core/plan.hpp"
-#include "select/call_spec.hpp"
 #include "core/datatype.hpp"
+#include "core/plan.hpp"
 #include "loom.h"
 #include "machine.hpp"
 #include "runtime/params.hpp"
+#include "select/call_spec.hpp"
 #include "select/selector.hpp"
 
 using namespace loom;
@@ -23,13 +23,14 @@ using namespace loom;
 namespace {
 
 void usage(FILE *f) {
-    std::fprintf(f,
-                 "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
-                 "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place]\"\n"
-                 "With no option, prints everything but the topology. --topology runs under mpirun\n"
-                 "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). --explain says\n"
-                 "which algorithm Loom would choose for such a call and why, with the cost model's\n"
-                 "prediction for every algorithm (LOOM_* parameters and LOOM_RULES_FILE apply). See loom-info(1).\n");
+    std::fprintf(
+        f,
+        "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
+        "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place]\"\n"
+        "With no option, prints everything but the topology. --topology runs under mpirun\n"
+        "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). --explain says\n"
+        "which algorithm Loom would choose for such a call and why, with the cost model's\n"
+        "prediction for every algorithm (LOOM_* parameters and LOOM_RULES_FILE apply). See loom-info(1).\n");
 }
 
 // Algorithms come through the public API, so what users read is what
@@ -84,10 +85,10 @@ void print_params() {
         else if (s.type == ParamType::topology)
             std::printf("      form: nodes=N[,rails=R] or a node label per rank[;rails=R]\n");
         else if (s.type == ParamType::cost_model)
-            std::printf("      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
-                        "(BANDWIDTH), shm_max (size)\n");
-        else
-            std::printf("      form: a file path (see loom-rules(5))\n");
+            std::printf(
+                "      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
+                "(BANDWIDTH), shm_max (size)\n");
+        else std::printf("      form: a file path (see loom-rules(5))\n");
     }
 }
 

@@ -29,8 +29,7 @@ class Router final : public Transport {
     uint32_t max_tag() const override { return max_tag_; }
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override;
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
-                     TransportHandle *h) override;
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
     Status idle() override;
     bool drives_progress_engine() const override;
@@ -58,7 +57,7 @@ class Router final : public Transport {
     static LaneCounters &lane(Entry &e, int lane);
     Status test_entry(Entry &e, unsigned char *done, bool *moved);
     bool followers_start(uint32_t plan, bool blocking);
-    std::vector<Entry> transports_;  // preference order; the last carries anything
+    std::vector<Entry> transports_;       // preference order; the last carries anything
     std::vector<Transport *> followers_;  // those that follow plans
     int rank_, size_;
     uint32_t max_tag_;

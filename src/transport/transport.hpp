@@ -47,7 +47,7 @@ struct LaneCounters {
 // What a communicator's router reports about one of its transports.
 struct TransportCounters {
     std::string name;
-    std::vector<LaneCounters> lanes;  // by lane, as many as were used (at least one)
+    std::vector<LaneCounters> lanes;                      // by lane, as many as were used (at least one)
     std::vector<std::pair<std::string, uint64_t>> extra;  // the transport's own counts
     uint64_t sent_messages() const {
         uint64_t n = 0;

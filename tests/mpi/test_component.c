@@ -8,22 +8,23 @@
  * op, derived datatype) still correct. Every result is checked against
  * values computed locally. Exits nonzero on any mismatch. */
 #include <mpi.h>
+// after mpi.h: its extension prototypes need the MPI types
 #include <mpi-ext.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 
 static int world_rank, failures;
 
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond) && failures++ < 10) {                                \
-            fprintf(stderr, "[rank %d] FAIL: ", world_rank);             \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
+#define CHECK(cond, ...)                                     \
+    do {                                                     \
+        if (!(cond) && failures++ < 10) {                    \
+            fprintf(stderr, "[rank %d] FAIL: ", world_rank); \
+            fprintf(stderr, __VA_ARGS__);                    \
+            fprintf(stderr, "\n");                           \
+        }                                                    \
     } while (0)
 
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
@@ -52,7 +53,7 @@ static void allreduce_case(MPI_Comm comm, int count, int in_place, int mode) {
         MPIX_Allreduce_init(s, out, count, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req);
         MPI_Start(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        for (int i = 0; i < count; ++i) out[i] = in[i];  /* restart: the same call again */
+        for (int i = 0; i < count; ++i) out[i] = in[i]; /* restart: the same call again */
         MPI_Start(&req);
     }
     complete(&req, mode);
@@ -63,7 +64,10 @@ static void allreduce_case(MPI_Comm comm, int count, int in_place, int mode) {
             break;
         }
     /* MINLOC on pairs, ties by lowest rank */
-    struct { double v; int i; } *p = malloc(16 * (count + 1)), *q = malloc(16 * (count + 1));
+    struct {
+        double v;
+        int i;
+    } *p = malloc(16 * (count + 1)), *q = malloc(16 * (count + 1));
     for (int i = 0; i < count; ++i) q[i].v = p[i].v = (rank + i) % 3, q[i].i = p[i].i = rank;
     s = in_place ? MPI_IN_PLACE : (const void *)p;
     if (mode == BLOCKING) MPI_Allreduce(s, q, count, MPI_DOUBLE_INT, MPI_MINLOC, comm);
@@ -100,29 +104,28 @@ static long combine(long a, long b, MPI_Op op) {
     return (a || b) ? 1 : 0; /* MPI_LOR */
 }
 
-#define TYPED_CASE(CTYPE, MPITYPE, OP, MAP)                                                              \
-    do {                                                                                                \
-        CTYPE *buf = malloc(sizeof(CTYPE) * (count + 1)), *res = malloc(sizeof(CTYPE) * (count + 1));    \
-        for (int i = 0; i < count; ++i) res[i] = buf[i] = (CTYPE)MAP(value_at(rank, i));                 \
-        MPI_Request r_;                                                                                 \
-        const void *s_ = in_place ? MPI_IN_PLACE : (const void *)buf;                                   \
-        if (mode == BLOCKING) MPI_Allreduce(s_, res, count, MPITYPE, OP, comm);                          \
-        else if (mode == NONBLOCKING) MPI_Iallreduce(s_, res, count, MPITYPE, OP, comm, &r_);            \
-        else {                                                                                          \
-            MPIX_Allreduce_init(s_, res, count, MPITYPE, OP, comm, MPI_INFO_NULL, &r_);                  \
-            MPI_Start(&r_);                                                                             \
-        }                                                                                               \
-        complete(&r_, mode);                                                                            \
-        for (int i = 0; i < count; ++i) {                                                               \
-            long want = MAP(value_at(0, i));                                                            \
-            for (int r = 1; r < size; ++r) want = combine(want, MAP(value_at(r, i)), OP);               \
-            if (res[i] != (CTYPE)want) {                                                                \
-                CHECK(0, "%s allreduce %s %s p=%d count=%d i=%d", mode_name[mode], #MPITYPE, #OP, size,  \
-                      count, i);                                                                        \
-                break;                                                                                  \
-            }                                                                                           \
-        }                                                                                               \
-        free(buf), free(res);                                                                           \
+#define TYPED_CASE(CTYPE, MPITYPE, OP, MAP)                                                                        \
+    do {                                                                                                           \
+        CTYPE *buf = malloc(sizeof(CTYPE) * (count + 1)), *res = malloc(sizeof(CTYPE) * (count + 1));              \
+        for (int i = 0; i < count; ++i) res[i] = buf[i] = (CTYPE)MAP(value_at(rank, i));                           \
+        MPI_Request r_;                                                                                            \
+        const void *s_ = in_place ? MPI_IN_PLACE : (const void *)buf;                                              \
+        if (mode == BLOCKING) MPI_Allreduce(s_, res, count, MPITYPE, OP, comm);                                    \
+        else if (mode == NONBLOCKING) MPI_Iallreduce(s_, res, count, MPITYPE, OP, comm, &r_);                      \
+        else {                                                                                                     \
+            MPIX_Allreduce_init(s_, res, count, MPITYPE, OP, comm, MPI_INFO_NULL, &r_);                            \
+            MPI_Start(&r_);                                                                                        \
+        }                                                                                                          \
+        complete(&r_, mode);                                                                                       \
+        for (int i = 0; i < count; ++i) {                                                                          \
+            long want = MAP(value_at(0, i));                                                                       \
+            for (int r = 1; r < size; ++r) want = combine(want, MAP(value_at(r, i)), OP);                          \
+            if (res[i] != (CTYPE)want) {                                                                           \
+                CHECK(0, "%s allreduce %s %s p=%d count=%d i=%d", mode_name[mode], #MPITYPE, #OP, size, count, i); \
+                break;                                                                                             \
+            }                                                                                                      \
+        }                                                                                                          \
+        free(buf), free(res);                                                                                      \
     } while (0)
 
 #define IDENTITY(x) (x)
@@ -174,7 +177,7 @@ static void reduce_scatter_case(MPI_Comm comm, int count, int in_place, int mode
     }
     complete(&req, mode);
     for (int i = 0; i < counts[rank]; ++i) {
-        uint8_t want = 0;  /* wraps */
+        uint8_t want = 0; /* wraps */
         for (int r = 0; r < size; ++r) want = (uint8_t)(want + (uint8_t)(r * 60 + offset + i));
         if (out[i] != want) {
             CHECK(0, "%s reduce_scatter%s p=%d count=%d i=%d got %u want %u", mode_name[mode], block ? "_block" : "",
@@ -301,9 +304,9 @@ int main(int argc, char **argv) {
     MPI_Comm dup, parity, self_sized;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     all_cases(dup);
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, size - world_rank, &parity);  /* reversed order */
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, size - world_rank, &parity); /* reversed order */
     all_cases(parity);
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &self_sized);  /* size 1 */
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &self_sized); /* size 1 */
     all_cases(self_sized);
 
     /* Many outstanding nonblocking collectives on several communicators,
@@ -325,7 +328,7 @@ int main(int argc, char **argv) {
         order[j] = t;
     }
     for (int k = 0; k < K / 2; ++k) MPI_Wait(&reqs[order[k]], MPI_STATUS_IGNORE);
-    MPI_Waitall(K, reqs, MPI_STATUSES_IGNORE);  /* the rest; completed ones are MPI_REQUEST_NULL */
+    MPI_Waitall(K, reqs, MPI_STATUSES_IGNORE); /* the rest; completed ones are MPI_REQUEST_NULL */
     for (int k = 0; k < K; ++k) {
         int psize, prank, max_rank = 0;
         MPI_Comm_size(comms[k % 3], &psize);

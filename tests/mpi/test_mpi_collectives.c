@@ -10,20 +10,20 @@
 
 static int rank, size, failures;
 
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            if (failures++ < 10) {                               \
-                fprintf(stderr, "[rank %d] FAIL: ", rank);       \
-                fprintf(stderr, __VA_ARGS__);                    \
-                fprintf(stderr, "\n");                           \
-            }                                                    \
-        }                                                        \
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            if (failures++ < 10) {                         \
+                fprintf(stderr, "[rank %d] FAIL: ", rank); \
+                fprintf(stderr, __VA_ARGS__);              \
+                fprintf(stderr, "\n");                     \
+            }                                              \
+        }                                                  \
     } while (0)
 
-#define LOOM_OK(call)                                                                           \
-    do {                                                                                        \
-        int rc_ = (call);                                                                       \
+#define LOOM_OK(call)                                                                             \
+    do {                                                                                          \
+        int rc_ = (call);                                                                         \
         CHECK(rc_ == LOOM_SUCCESS, "%s -> %s: %s", #call, loom_strerror(rc_), loom_last_error()); \
     } while (0)
 
@@ -87,7 +87,9 @@ static void run_allreduce(loom_comm_t comm, int64_t count, int in_place, int nb)
     /* int SUM, double MAX, 2INT MINLOC */
     int *in = malloc(sizeof(int) * (count + 1)), *out = malloc(sizeof(int) * (count + 1));
     double *din = malloc(sizeof(double) * (count + 1)), *dout = malloc(sizeof(double) * (count + 1));
-    struct { int v, i; } *pin = malloc(8 * (count + 1)), *pout = malloc(8 * (count + 1));
+    struct {
+        int v, i;
+    } *pin = malloc(8 * (count + 1)), *pout = malloc(8 * (count + 1));
     loom_request_t req;
     for (int64_t i = 0; i < count; ++i) {
         in[i] = rank * 3 + (int)(i % 11);
@@ -115,7 +117,8 @@ static void run_allreduce(loom_comm_t comm, int64_t count, int in_place, int nb)
         double want = 0;
         for (int r = 0; r < size; ++r) want = (double)((r * 7 + i) % 13) > want ? (double)((r * 7 + i) % 13) : want;
         if (dout[i] != want) {
-            CHECK(0, "allreduce double max count=%lld i=%lld got %g want %g", (long long)count, (long long)i, dout[i], want);
+            CHECK(0, "allreduce double max count=%lld i=%lld got %g want %g", (long long)count, (long long)i, dout[i],
+                  want);
             break;
         }
     }
@@ -183,7 +186,8 @@ static void run_gather_like(loom_comm_t comm, int64_t count, int in_place, int n
     if (alltoall)
         rc = nb ? loom_ialltoall(s, out, count, LOOM_LONG, comm, &req) : loom_alltoall(s, out, count, LOOM_LONG, comm);
     else
-        rc = nb ? loom_iallgather(s, out, count, LOOM_LONG, comm, &req) : loom_allgather(s, out, count, LOOM_LONG, comm);
+        rc =
+            nb ? loom_iallgather(s, out, count, LOOM_LONG, comm, &req) : loom_allgather(s, out, count, LOOM_LONG, comm);
     LOOM_OK(finish(rc, &req, nb));
     for (int r = 0; r < size; ++r)
         for (int64_t i = 0; i < count; ++i) {
@@ -291,17 +295,16 @@ int main(int argc, char **argv) {
                   per_transport_sends[0] == info.shared_memory_sends &&
                   per_transport_sends[1] == info.point_to_point_sends,
               "per-transport counters (%d transports, %llu + %llu sends) disagree with the summary (%llu + %llu)",
-              info.transports, (unsigned long long)per_transport_sends[0],
-              (unsigned long long)per_transport_sends[1], (unsigned long long)info.shared_memory_sends,
-              (unsigned long long)info.point_to_point_sends);
+              info.transports, (unsigned long long)per_transport_sends[0], (unsigned long long)per_transport_sends[1],
+              (unsigned long long)info.shared_memory_sends, (unsigned long long)info.point_to_point_sends);
     else
         CHECK(info.transports == 1 && !strcmp(info.transport[0].name, info.name),
-              "%d transports, the first %s; want %s alone", info.transports, info.transports ? info.transport[0].name : "-",
-              info.name);
+              "%d transports, the first %s; want %s alone", info.transports,
+              info.transports ? info.transport[0].name : "-", info.name);
     const char *shm_env = getenv("LOOM_SHARED_MEMORY");
     if (my_node_ranks > 1 && !(shm_env && !strcmp(shm_env, "0"))) {
-        CHECK(!strcmp(info.name, "shared_memory") && info.node_ranks == my_node_ranks &&
-                  info.shared_memory_sends > 0 && info.point_to_point_sends > 0,
+        CHECK(!strcmp(info.name, "shared_memory") && info.node_ranks == my_node_ranks && info.shared_memory_sends > 0 &&
+                  info.point_to_point_sends > 0,
               "transport %s node_ranks=%d shm sends=%llu p2p sends=%llu; want shared_memory among %d ranks, both used",
               info.name, info.node_ranks, (unsigned long long)info.shared_memory_sends,
               (unsigned long long)info.point_to_point_sends, my_node_ranks);
@@ -311,8 +314,8 @@ int main(int argc, char **argv) {
             CHECK(info.single_copy_sends > 0, "LOOM_SINGLE_COPY=2 but no send went by single copy (of %llu)",
                   (unsigned long long)info.shared_memory_sends);
     } else {
-        CHECK(!strcmp(info.name, "mpi") && info.node_ranks == 1, "transport %s node_ranks=%d; want mpi alone", info.name,
-              info.node_ranks);
+        CHECK(!strcmp(info.name, "mpi") && info.node_ranks == 1, "transport %s node_ranks=%d; want mpi alone",
+              info.name, info.node_ranks);
     }
     free(labels);
     LOOM_OK(loom_comm_free(&comm));

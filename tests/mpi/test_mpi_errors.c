@@ -14,8 +14,8 @@ static void expect(int got, int want, const char *needle, const char *what) {
     const char *msg = loom_last_error();
     if (got != want || (needle && !strstr(msg, needle))) {
         ++failures;
-        fprintf(stderr, "[rank %d] FAIL %s: got %s (%d) \"%s\", want %s%s%s\n", rank, what, loom_strerror(got), got, msg,
-                loom_strerror(want), needle ? " mentioning " : "", needle ? needle : "");
+        fprintf(stderr, "[rank %d] FAIL %s: got %s (%d) \"%s\", want %s%s%s\n", rank, what, loom_strerror(got), got,
+                msg, loom_strerror(want), needle ? " mentioning " : "", needle ? needle : "");
     }
 }
 
@@ -39,8 +39,10 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
-    expect(loom_allreduce(NULL, out, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "sendbuf", "null sendbuf");
-    expect(loom_allreduce(buf, NULL, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "recvbuf", "null recvbuf");
+    expect(loom_allreduce(NULL, out, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "sendbuf",
+           "null sendbuf");
+    expect(loom_allreduce(buf, NULL, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "recvbuf",
+           "null recvbuf");
     /* A transport info of the first layout (no version) is refused, naming the fix. */
     loom_transport_info_t info;
     memset(&info, 0, sizeof info);
@@ -50,7 +52,8 @@ int main(int argc, char **argv) {
     expect(loom_comm_transport_info(comm, &info), LOOM_SUCCESS, NULL, "transport info of this version");
     expect(loom_allreduce(buf, buf, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "LOOM_IN_PLACE",
            "aliased buffers without in-place");
-    expect(loom_allreduce(buf, out, -1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "negative", "negative count");
+    expect(loom_allreduce(buf, out, -1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "negative",
+           "negative count");
     expect(loom_allreduce(buf, out, INT64_MAX / 2, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "too large",
            "huge count");
     expect(loom_allgather(buf, out, INT64_MAX / 4, LOOM_DOUBLE, comm), LOOM_ERR_INVALID_COUNT, "too large",
@@ -77,8 +80,8 @@ int main(int argc, char **argv) {
     if (size >= 2)
         expect(loom_reduce_scatter(buf, out, bad_counts, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT,
                "sum of recvcounts", "huge sum of recvcounts");
-    expect(loom_allreduce(buf, out, ((int64_t)1 << 58) + 1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "too large",
-           "count just past 2^60 bytes");
+    expect(loom_allreduce(buf, out, ((int64_t)1 << 58) + 1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT,
+           "too large", "count just past 2^60 bytes");
     expect(loom_comm_set_param(comm, "allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM, "bogus",
            "set unknown algorithm");
     /* The registry through the API: an index out of range names the valid

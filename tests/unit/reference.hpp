@@ -84,7 +84,9 @@ TypeCase integer_case(loom_datatype_t type, const char *name, bool arithmetic, b
     c.type = type;
     c.name = name;
     c.size = sizeof(T);
-    c.valid = [=](loom_op_t op) { return (arithmetic && is_arith(op)) || (logical && is_logical(op)) || is_bitwise(op); };
+    c.valid = [=](loom_op_t op) {
+        return (arithmetic && is_arith(op)) || (logical && is_logical(op)) || is_bitwise(op);
+    };
     c.fill = [](void *buf, size_t n, int rank, uint64_t seed, loom_op_t op) {
         Rng rng(seed * 131 + rank);
         T *v = static_cast<T *>(buf);
@@ -193,7 +195,10 @@ inline TypeCase reduced_case(loom_datatype_t type, const char *name, uint16_t (*
         const uint16_t *b = static_cast<const uint16_t *>(in);
         for (size_t i = 0; i < n; ++i) {
             double x = decode(a[i]), y = decode(b[i]);
-            double r = op == LOOM_SUM ? x + y : op == LOOM_PROD ? x * y : op == LOOM_MIN ? std::min(x, y) : std::max(x, y);
+            double r = op == LOOM_SUM    ? x + y
+                       : op == LOOM_PROD ? x * y
+                       : op == LOOM_MIN  ? std::min(x, y)
+                                         : std::max(x, y);
             a[i] = encode(r);
         }
     };
@@ -272,7 +277,7 @@ TypeCase pair_case(loom_datatype_t type, const char *name) {
             P v;
             std::memset(&v, 0, sizeof(v));
             v.value = static_cast<decltype(v.value)>(rng.small(0, 2));  // few values: many ties
-            v.index = rng.small(0, 5) == 0 ? 1000 - rank : rank;         // ties broken by index, not by order
+            v.index = rng.small(0, 5) == 0 ? 1000 - rank : rank;        // ties broken by index, not by order
             std::memcpy(static_cast<char *>(buf) + i * sizeof(P), &v, sizeof(P));
         }
     };

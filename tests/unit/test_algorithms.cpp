@@ -33,8 +33,8 @@ std::vector<int> communicator_sizes() {
 }
 
 std::vector<size_t> counts_for(int p) {
-    std::set<size_t> c = {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p), static_cast<size_t>(p + 1),
-                          kLargeOddCount};
+    std::set<size_t> c = {
+        0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p), static_cast<size_t>(p + 1), kLargeOddCount};
     return {c.begin(), c.end()};
 }
 
@@ -123,8 +123,7 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const
         bufs[r].output.assign(a.output_count(r) * es + 1, 0xEE);
         if (a.in_place)
             std::memcpy(bufs[r].output.data() + a.in_place_input_offset(r) * es, inputs[r].data(), n_in * es);
-        else
-            bufs[r].input = inputs[r];
+        else bufs[r].input = inputs[r];
     }
     std::string err = run_plans(set, nullptr, bufs, protocol, shm);
     if (!err.empty()) return err;
@@ -195,37 +194,38 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
         if (node_aware(algo) && p > 17) continue;
         const std::vector<NodeMap> maps = topologies_for(p);
         for (const NodeMap *nodes : variants(algo, maps))
-        for (size_t count : counts_for(p)) {
-            for (bool in_place : {false, true}) {
-                if (reduces(algo.collective)) {
-                    for (const auto &[es, group] : by_size) {
-                        CollArgs a = make_args(algo, p, count, in_place, es);
-                        a.nodes = nodes;
-                        if (!algo.not_applicable(a).empty()) continue;
-                        const PlanSet set = build_plans(algo, a);
-                        for (size_t i = 0; i < group.size(); ++i) {
-                            // The deadlock check does not depend on the type: once per plan.
-                            const InProcessProtocol proto = i == 0 ? InProcessProtocol::rendezvous : InProcessProtocol::eager;
-                            std::string err = check_reduction(set, group[i], proto, seed++);
-                            ++cases;
-                            if (!err.empty() && failures++ < 20) ADD_FAILURE() << where(a, algo.name, err);
+            for (size_t count : counts_for(p)) {
+                for (bool in_place : {false, true}) {
+                    if (reduces(algo.collective)) {
+                        for (const auto &[es, group] : by_size) {
+                            CollArgs a = make_args(algo, p, count, in_place, es);
+                            a.nodes = nodes;
+                            if (!algo.not_applicable(a).empty()) continue;
+                            const PlanSet set = build_plans(algo, a);
+                            for (size_t i = 0; i < group.size(); ++i) {
+                                // The deadlock check does not depend on the type: once per plan.
+                                const InProcessProtocol proto =
+                                    i == 0 ? InProcessProtocol::rendezvous : InProcessProtocol::eager;
+                                std::string err = check_reduction(set, group[i], proto, seed++);
+                                ++cases;
+                                if (!err.empty() && failures++ < 20) ADD_FAILURE() << where(a, algo.name, err);
+                            }
                         }
-                    }
-                } else {
-                    for (size_t es : elem_sizes) {
-                        CollArgs a = make_args(algo, p, count, in_place, es);
-                        a.nodes = nodes;
-                        if (!algo.not_applicable(a).empty()) continue;
-                        const PlanSet set = build_plans(algo, a);
-                        for (auto proto : {InProcessProtocol::eager, InProcessProtocol::rendezvous}) {
-                            std::string err = check_movement(set, proto);
-                            ++cases;
-                            if (!err.empty() && failures++ < 20) ADD_FAILURE() << where(a, algo.name, err);
+                    } else {
+                        for (size_t es : elem_sizes) {
+                            CollArgs a = make_args(algo, p, count, in_place, es);
+                            a.nodes = nodes;
+                            if (!algo.not_applicable(a).empty()) continue;
+                            const PlanSet set = build_plans(algo, a);
+                            for (auto proto : {InProcessProtocol::eager, InProcessProtocol::rendezvous}) {
+                                std::string err = check_movement(set, proto);
+                                ++cases;
+                                if (!err.empty() && failures++ < 20) ADD_FAILURE() << where(a, algo.name, err);
+                            }
                         }
                     }
                 }
             }
-        }
     }
     EXPECT_GT(cases, 0) << algo.name << " never ran";
     RecordProperty("cases", cases);
@@ -302,7 +302,7 @@ struct FloatFormat {
     size_t size;         // bytes per element
     size_t value_bytes;  // bytes holding the value (long double's padding is not compared)
     long double unit_roundoff;
-    long double big;     // the cancelling SUM pair: swallows the small values, stays finite
+    long double big;  // the cancelling SUM pair: swallows the small values, stays finite
     void (*encode)(long double, void *);
     long double (*decode)(const void *);
 };
@@ -340,8 +340,7 @@ const std::vector<FloatFormat> &float_formats() {
         {LOOM_DOUBLE, "double", sizeof(double), sizeof(double), 0x1p-53L, 1e6L, encode_native<double>,
          decode_native<double>},
         {LOOM_LONG_DOUBLE, "long_double", sizeof(long double), long_double_value_bytes,
-         std::numeric_limits<long double>::epsilon() / 2, 1e6L, encode_native<long double>,
-         decode_native<long double>},
+         std::numeric_limits<long double>::epsilon() / 2, 1e6L, encode_native<long double>, decode_native<long double>},
     };
     return formats;
 }
@@ -450,22 +449,23 @@ TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
                 distinct.push_back(std::move(set));
             }
             for (int radix : radices)
-            for (size_t count : counts_for(p)) {
-                if (count == 0) continue;
-                for (const FloatFormat &f : float_formats()) {
-                    CollArgs a = make_args(algo, p, count, false, f.size);
-                    a.radix = radix;
-                    a.nodes = nodes;
-                    const PlanSet set = build_plans(algo, a);
-                    for (loom_op_t op : {LOOM_SUM, LOOM_PROD}) {
-                        const std::string err = check_same_bits(set, f, op);
-                        ++cases;
-                        if (!err.empty() && failures++ < 10)
-                            ADD_FAILURE() << where(a, algo.name, std::string(f.name) + " " + op_name(op) + " radix=" +
-                                                                     std::to_string(radix) + ": " + err);
+                for (size_t count : counts_for(p)) {
+                    if (count == 0) continue;
+                    for (const FloatFormat &f : float_formats()) {
+                        CollArgs a = make_args(algo, p, count, false, f.size);
+                        a.radix = radix;
+                        a.nodes = nodes;
+                        const PlanSet set = build_plans(algo, a);
+                        for (loom_op_t op : {LOOM_SUM, LOOM_PROD}) {
+                            const std::string err = check_same_bits(set, f, op);
+                            ++cases;
+                            if (!err.empty() && failures++ < 10)
+                                ADD_FAILURE() << where(a, algo.name,
+                                                       std::string(f.name) + " " + op_name(op) +
+                                                           " radix=" + std::to_string(radix) + ": " + err);
+                        }
                     }
                 }
-            }
         }
     }
     EXPECT_GT(cases, 0) << algo.name << " never ran";

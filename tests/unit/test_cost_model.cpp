@@ -5,8 +5,8 @@
 
 #include "call_args.hpp"
 
-#include "select/cost_model.hpp"
 #include "node_map.hpp"
+#include "select/cost_model.hpp"
 
 namespace loom {
 namespace {
@@ -47,7 +47,7 @@ TEST(CostModel, RingAndRecursiveDoublingMatchTheirAlphaBetaCosts) {
 
 TEST(CostModel, KeepsTrafficInsideNodesWhenTheNetworkIsExpensive) {
     CostModel m;
-    m.network = {50.0, 1.0 / 100};  // 50 us, 100 MB/s
+    m.network = {50.0, 1.0 / 100};                          // 50 us, 100 MB/s
     CollArgs a = args(Collective::allreduce, 16, 1 << 18);  // 1 MiB
     const NodeMap nodes = NodeMap::from_labels({0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
     a.nodes = &nodes;

@@ -28,7 +28,8 @@ TEST(Kernels, IntegerSumWrapsAroundInsteadOfSaturating) {
     EXPECT_EQ(reduce<int8_t>(LOOM_CHAR, LOOM_SUM, {120}, {10}), (std::vector<int8_t>{-126}));
     EXPECT_EQ(reduce<int32_t>(LOOM_INT32, LOOM_SUM, {std::numeric_limits<int32_t>::max()}, {1}),
               (std::vector<int32_t>{std::numeric_limits<int32_t>::min()}));
-    EXPECT_EQ(reduce<int16_t>(LOOM_INT16, LOOM_PROD, {300}, {300}), (std::vector<int16_t>{static_cast<int16_t>(90000 - 131072)}));
+    EXPECT_EQ(reduce<int16_t>(LOOM_INT16, LOOM_PROD, {300}, {300}),
+              (std::vector<int16_t>{static_cast<int16_t>(90000 - 131072)}));
     EXPECT_EQ(reduce<uint64_t>(LOOM_UINT64, LOOM_PROD, {1ULL << 63}, {2}), (std::vector<uint64_t>{0}));
 }
 
@@ -69,8 +70,8 @@ TEST(ReducedFloats, Fp16ConversionRoundsToNearestEven) {
     EXPECT_EQ(float_to_fp16(65504.0f), 0x7bff);
     EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);  // halfway to the next: ties to even = inf
     EXPECT_EQ(float_to_fp16(1e-8f), 0x0000);
-    EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-    EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie, even stays
+    EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);             // smallest subnormal
+    EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie, even stays
     EXPECT_EQ(float_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie, odd rounds up
     EXPECT_TRUE(std::isnan(fp16_to_float(float_to_fp16(std::nanf("")))));
     for (uint32_t h = 0; h < 0x7c00; ++h)  // every finite half round-trips
@@ -80,8 +81,8 @@ TEST(ReducedFloats, Fp16ConversionRoundsToNearestEven) {
 TEST(ReducedFloats, Bf16ConversionRoundsToNearestEven) {
     EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
     EXPECT_EQ(bf16_to_float(0x3f80), 1.0f);
-    EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);       // tie to even
-    EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);   // tie, odd rounds up
+    EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie to even
+    EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);  // tie, odd rounds up
     EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
     const uint16_t one = float_to_bf16(1.5f), two = float_to_bf16(2.25f);
     auto sum = reduce<uint16_t>(LOOM_BFLOAT16, LOOM_SUM, {one}, {two});
@@ -92,7 +93,8 @@ TEST(ReducedFloats, Bf16ConversionRoundsToNearestEven) {
 
 TEST(DatatypeRules, UndefinedPairsAreRejectedWithAClearMessage) {
     EXPECT_EQ(check_reduction(LOOM_C_DOUBLE_COMPLEX, LOOM_MAX), LOOM_ERR_INVALID_OP);
-    EXPECT_NE(std::string(last_error_message()).find("max is not defined for datatype double_complex"), std::string::npos)
+    EXPECT_NE(std::string(last_error_message()).find("max is not defined for datatype double_complex"),
+              std::string::npos)
         << last_error_message();
     EXPECT_EQ(check_reduction(LOOM_FLOAT, LOOM_BAND), LOOM_ERR_INVALID_OP);
     EXPECT_EQ(check_reduction(LOOM_BYTE, LOOM_SUM), LOOM_ERR_INVALID_OP);
@@ -111,7 +113,8 @@ TEST(DatatypeRules, KernelTableMatchesMpiRules) {
         EXPECT_EQ(info->size, t.size) << t.name;
         EXPECT_EQ(std::string(info->name), t.name);
         for (int op = 0; op < LOOM_OP_COUNT; ++op)
-            EXPECT_EQ(reduction_kernel(t.type, static_cast<loom_op_t>(op)) != nullptr, t.valid(static_cast<loom_op_t>(op)))
+            EXPECT_EQ(reduction_kernel(t.type, static_cast<loom_op_t>(op)) != nullptr,
+                      t.valid(static_cast<loom_op_t>(op)))
                 << t.name << " " << op_name(static_cast<loom_op_t>(op));
     }
     EXPECT_EQ(testing::all_type_cases().size(), static_cast<size_t>(LOOM_DATATYPE_COUNT));

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "core/plan.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/params.hpp"
-#include "core/plan.hpp"
 #include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
@@ -37,11 +37,11 @@ TEST(ProgramBuilder, DerivesDependenciesFromHazards) {
     ProgramBuilder b(p);
     const Slice tmp = b.scratch(4);
     StepId copy = b.copy(output_slice(0, 4), input_slice(0, 4));
-    StepId send = b.send(1, output_slice(0, 4));          // reads output: after the copy
-    StepId recv = b.recv(1, tmp);                          // scratch: independent
-    StepId red = b.reduce(output_slice(0, 4), tmp);        // writes output: after send (WAR) and recv (RAW)
-    StepId send2 = b.send(2, output_slice(2, 2));          // reads what the reduce wrote
-    StepId other = b.send(3, input_slice(0, 4));           // input is never written: no deps
+    StepId send = b.send(1, output_slice(0, 4));     // reads output: after the copy
+    StepId recv = b.recv(1, tmp);                    // scratch: independent
+    StepId red = b.reduce(output_slice(0, 4), tmp);  // writes output: after send (WAR) and recv (RAW)
+    StepId send2 = b.send(2, output_slice(2, 2));    // reads what the reduce wrote
+    StepId other = b.send(3, input_slice(0, 4));     // input is never written: no deps
     p.finalize();
     EXPECT_TRUE(deps_of(p, copy).empty());
     EXPECT_EQ(deps_of(p, send), std::vector<StepId>{copy});
@@ -68,8 +68,8 @@ TEST(ProgramBuilder, AliasedInputOrdersReadsBeforeOutputWrites) {
     Program p;
     ProgramBuilder b(p);
     b.alias_input_to_output(4);
-    StepId send = b.send(1, input_slice(0, 2));       // reads output[4..6)
-    StepId recv = b.recv(1, output_slice(5, 2));      // overlaps: must wait for the send
+    StepId send = b.send(1, input_slice(0, 2));   // reads output[4..6)
+    StepId recv = b.recv(1, output_slice(5, 2));  // overlaps: must wait for the send
     p.finalize();
     EXPECT_EQ(deps_of(p, recv), std::vector<StepId>{send});
 }
@@ -117,7 +117,7 @@ TEST(Params, BadNamesAndValuesAreClearErrors) {
     EXPECT_EQ(c.set("allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM);
     EXPECT_NE(std::string(last_error_message()).find("no algorithm 'bogus'"), std::string::npos);
     EXPECT_NE(std::string(last_error_message()).find("ring"), std::string::npos);  // lists the known ones
-    EXPECT_EQ(c.forced_algorithm(Collective::allreduce), "ring");  // unchanged on error
+    EXPECT_EQ(c.forced_algorithm(Collective::allreduce), "ring");                  // unchanged on error
     EXPECT_EQ(c.set("no_such_knob", "1"), LOOM_ERR_UNKNOWN_PARAMETER);
     EXPECT_EQ(c.set("segment_size", "12 apples"), LOOM_ERR_INVALID_PARAMETER_VALUE);
     EXPECT_EQ(c.set("knomial_radix", "1"), LOOM_ERR_INVALID_PARAMETER_VALUE);

@@ -2,16 +2,16 @@
 // the explanation of a choice, offline and by a communicator.
 #include <gtest/gtest.h>
 
-#include "call_args.hpp"
 #include <unistd.h>
+#include "call_args.hpp"
 
 #include <cstdio>
 #include <fstream>
 
 #include "algorithms/algorithm.hpp"
-#include "select/call_spec.hpp"
-#include "runtime/communicator.hpp"
 #include "node_map.hpp"
+#include "runtime/communicator.hpp"
+#include "select/call_spec.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"
 #include "transport/inprocess/inprocess.hpp"
@@ -57,8 +57,7 @@ TEST(Rules, ValidationNamesTheFileTheEntryAndTheField) {
          "rule 0: field 'colour': unknown"},
         {R"({"rules": [{"collective": "allreduce", "algorithm": "recursive_multiplying", "radix": 1}]})",
          "rule 0: field 'radix': must be in [2, 64]"},
-        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "memory": "gpu"}]})",
-         "rule 0: field 'memory'"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "memory": "gpu"}]})", "rule 0: field 'memory'"},
         {R"({"model": "net=fast", "rules": []})", "r.json: field 'model': cost model: net='fast'"},
     };
     for (const auto &b : bad) {
@@ -231,8 +230,8 @@ TEST(Explain, AlltoallBlocksThatFitARingTravelInPieces) {
     };
     EXPECT_EQ(piece("alltoall 256KiB np=4"), 128u * 1024);
     EXPECT_EQ(piece("alltoall 200000 np=4"), 128u * 1024);
-    EXPECT_EQ(piece("alltoall 128KiB np=4"), 0u);  // one ring message already
-    EXPECT_EQ(piece("alltoall 512KiB np=4"), 0u);  // more than a ring: the sender would wait
+    EXPECT_EQ(piece("alltoall 128KiB np=4"), 0u);           // one ring message already
+    EXPECT_EQ(piece("alltoall 512KiB np=4"), 0u);           // more than a ring: the sender would wait
     EXPECT_EQ(piece("alltoall 256KiB nodes=2 ppn=2"), 0u);  // not all on one node
     EXPECT_EQ(piece("allgather 256KiB np=4"), 0u);
     EXPECT_EQ(piece("alltoall 256KiB np=32"), 0u);  // 32 ranks: 128 KiB rings

@@ -57,7 +57,7 @@ TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 16))), "direct");
     EXPECT_EQ(chosen(c, one_node(args(Collective::allgather, 4, 1 << 18))), "direct");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 4096))), "pairwise");  // 64 KiB in
-    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 1 << 18))), "scattered");  // 1 MiB blocks
+    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 1 << 18))), "scattered");          // 1 MiB blocks
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter_block, 4, 8))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 4, 1 << 18))), "pairwise");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 16, 1 << 18))), "ring");
@@ -85,8 +85,8 @@ TEST(Selector, SeveralNodesTakeNodeAwareAlgorithms) {
     EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, 1 << 14))), "node_aggregation");  // 64 KiB blocks
     EXPECT_EQ(chosen(c, on(two, args(Collective::alltoall, 4, (1 << 14) + 1))), "pairwise");
     EXPECT_EQ(chosen(c, on(two, args(Collective::reduce_scatter_block, 4, 128))), "recursive_halving");  // 2 KiB in
-    EXPECT_EQ(chosen(c, on(two, args(Collective::allgather, 4, 64))), "recursive_doubling");  // 256 B blocks
-    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 1 << 16))), "hier_leader");  // 256 KiB
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allgather, 4, 64))), "recursive_doubling");             // 256 B blocks
+    EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, 1 << 16))), "hier_leader");               // 256 KiB
     EXPECT_EQ(chosen(c, on(two, args(Collective::allreduce, 4, (1 << 16) + 1))), "hier_split");
     // One rank per node: nothing to keep inside a node.
     EXPECT_EQ(chosen(c, on(one_per_node, args(Collective::allgather, 4, 100))), "recursive_doubling");
@@ -109,7 +109,7 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
         {Collective::allreduce, 4, "nodes=2", false, 1 << 16, 4, "hier_leader", 0},  // 256 KiB
         {Collective::allreduce, 7, "0,0,0,1,1,2,2", false, 1, 8, "hier_leader", 0},
         {Collective::allreduce, 4, "nodes=2", false, (1 << 16) + 1, 4, "hier_split", 1},
-        {Collective::allreduce, 4, "-", true, 2048, 4, "direct", 2},  // 8 KiB
+        {Collective::allreduce, 4, "-", true, 2048, 4, "direct", 2},        // 8 KiB
         {Collective::allreduce, 4, "-", true, 2049, 4, "rabenseifner", 3},  // hier_split needs a node map
         {Collective::allreduce, 4, "", true, 2049, 4, "hier_split", 3},
         {Collective::allreduce, 4, "", false, 2, 4, "recursive_doubling", 4},  // one node, no shared memory

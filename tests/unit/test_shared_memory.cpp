@@ -9,10 +9,10 @@
 #include <cstring>
 #include <string>
 
-#include "transport/shm/copy_path_chooser.hpp"
 #include "core/plan.hpp"
 #include "transport/inprocess/inprocess.hpp"
 #include "transport/router.hpp"
+#include "transport/shm/copy_path_chooser.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace loom {

@@ -15,8 +15,8 @@ namespace {
 
 // Runs body(rank, comm) on p threads; configure(config) runs first on each.
 template <typename Body>
-void on_threads(int p, InProcessProtocol protocol, Body body,
-                const std::function<void(Config &)> &configure = [](Config &) {}) {
+void on_threads(
+    int p, InProcessProtocol protocol, Body body, const std::function<void(Config &)> &configure = [](Config &) {}) {
     InProcessFabric fabric(p, protocol);
     std::vector<std::thread> threads;
     for (int r = 0; r < p; ++r)
@@ -49,7 +49,8 @@ TEST(Threads, DefaultSelectionAcrossSizesGivesCorrectAllreduce) {
                     CollArgs a;
                     a.collective = Collective::allreduce;
                     a.count = count;
-                    ASSERT_EQ(comm.run(a, data(in.data(), out.data(), LOOM_INT64)), LOOM_SUCCESS) << last_error_message();
+                    ASSERT_EQ(comm.run(a, data(in.data(), out.data(), LOOM_INT64)), LOOM_SUCCESS)
+                        << last_error_message();
                     for (size_t i = 0; i < count; i += 997)
                         ASSERT_EQ(out[i], 10LL * p * (p - 1) / 2 + p * static_cast<int64_t>(i));
                 }

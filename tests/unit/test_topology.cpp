@@ -2,9 +2,9 @@
 // rail assignment, and plan composition over sub-groups.
 #include <gtest/gtest.h>
 
+#include "core/plan.hpp"
 #include "machine.hpp"
 #include "node_map.hpp"
-#include "core/plan.hpp"
 
 namespace loom {
 namespace {
@@ -33,7 +33,7 @@ TEST(NodeMap, RejectsWhatDoesNotFitWithTheReason) {
         int nranks;
         const char *says;
     } cases[] = {
-        {"nodes=0", 4, "positive integer"},       {"nodes=5", 4, "leaves a node empty"},
+        {"nodes=0", 4, "positive integer"},      {"nodes=5", 4, "leaves a node empty"},
         {"0,1", 3, "2 node labels for 3 ranks"}, {"0,x,1", 3, "'x' is not a node number"},
         {"nodes=2,rails=0", 4, "rails"},         {"nodes=two", 4, "positive integer"},
     };
@@ -46,8 +46,10 @@ TEST(NodeMap, RejectsWhatDoesNotFitWithTheReason) {
 
 TEST(Machine, RailsGoToTheNearestNicsSpreadEvenly) {
     MachineView v;
-    v.nics = {{"mlx5_0", "openfabrics", "", 0}, {"mlx5_1", "openfabrics", "", 1},
-              {"mlx5_2", "openfabrics", "", 0}, {"mlx5_3", "openfabrics", "", 1}};
+    v.nics = {{"mlx5_0", "openfabrics", "", 0},
+              {"mlx5_1", "openfabrics", "", 1},
+              {"mlx5_2", "openfabrics", "", 0},
+              {"mlx5_3", "openfabrics", "", 1}};
     v.my_numa = 1;
     EXPECT_EQ(assign_rail(v, 0, 4), 1);
     EXPECT_EQ(assign_rail(v, 1, 4), 3);
@@ -89,9 +91,9 @@ TEST(Composition, GroupsMapPeersBuffersAndLanes) {
     EXPECT_EQ(p.steps[1].peer, 5);
     EXPECT_EQ(p.steps[1].dst.buffer, Buffer::output);
     EXPECT_EQ(p.steps[1].dst.offset, 5u);
-    EXPECT_EQ(p.steps[2].peer, 2);           // nested: group rank 0 -> 1 -> 2
-    EXPECT_EQ(p.steps[2].src.offset, 15u);   // 10 + 4 + 1
-    EXPECT_EQ(p.steps[2].lane, 3);           // inherited
+    EXPECT_EQ(p.steps[2].peer, 2);          // nested: group rank 0 -> 1 -> 2
+    EXPECT_EQ(p.steps[2].src.offset, 15u);  // 10 + 4 + 1
+    EXPECT_EQ(p.steps[2].lane, 3);          // inherited
     EXPECT_EQ(p.steps[3].peer, 7);
     EXPECT_EQ(p.steps[3].lane, 0);
 }

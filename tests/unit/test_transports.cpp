@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "loom.h"
 #include "core/plan.hpp"
+#include "loom.h"
 #include "transport/external/external.hpp"
 #include "transport/router.hpp"
 
@@ -17,7 +17,8 @@ namespace {
 // Records what it is given; completes everything at the first test.
 class Recorder final : public Transport {
   public:
-    Recorder(const char *name, size_t max_bytes, bool follows) : name_(name), max_bytes_(max_bytes), follows_(follows) {}
+    Recorder(const char *name, size_t max_bytes, bool follows)
+        : name_(name), max_bytes_(max_bytes), follows_(follows) {}
     int rank() const override { return 0; }
     int size() const override { return 4; }
     const char *name() const override { return name_; }

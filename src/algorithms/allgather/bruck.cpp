@@ -41,8 +41,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherBruck = {
-    Collective::allgather, "bruck",
+    Collective::allgather,
+    "bruck",
     "ceil(log2 p) steps at doubling distances into a rotated scratch copy; log latency for any communicator size",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/true};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

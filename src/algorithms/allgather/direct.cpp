@@ -21,8 +21,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherDirect = {
-    Collective::allgather, "direct",
+    Collective::allgather,
+    "direct",
     "one round: every rank sends its block straight to all others; for small blocks on few ranks",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/true};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

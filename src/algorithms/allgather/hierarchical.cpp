@@ -55,8 +55,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherHierarchical = {
-    Collective::allgather, "hierarchical",
+    Collective::allgather,
+    "hierarchical",
     "own blocks within the node, each block once to every other node (spread over its local ranks), then within the node",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -40,8 +40,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherRecursiveDoubling = {
-    Collective::allgather, "recursive_doubling",
+    Collective::allgather,
+    "recursive_doubling",
     "pairwise exchanges at doubling distances, log2(p) steps; good latency for small and medium messages",
-    "power-of-two communicator size", not_applicable, build, /*in_place_aliasing_safe=*/true};
+    "power-of-two communicator size",
+    not_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

@@ -24,8 +24,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherRing = {
-    Collective::allgather, "ring",
+    Collective::allgather,
+    "ring",
     "each rank forwards blocks around a ring, segmented for pipelining; bandwidth-optimal for large messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/true};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

@@ -34,8 +34,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceDirect = {
-    Collective::allreduce, "direct",
+    Collective::allreduce,
+    "direct",
     "one round: every rank sends its vector to all others and reduces all p in rank order; for small vectors on few ranks",
-    "none (scratch of (p-1) vectors)", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none (scratch of (p-1) vectors)",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -36,8 +36,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceHierLeader = {
-    Collective::allreduce, "hier_leader",
+    Collective::allreduce,
+    "hier_leader",
     "reduce to each node's leader, allreduce among leaders, leaders send the result back; for small vectors",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

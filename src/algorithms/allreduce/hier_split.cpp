@@ -50,7 +50,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
             owners.push_back(v.map.members[node][j]);
         }
         const size_t off = layout.offset(piece) - mine_offset;
-        const CollArgs ar = sub_args(a, Collective::allreduce, static_cast<int>(owners.size()), layout.count(piece), false);
+        const CollArgs ar =
+            sub_args(a, Collective::allreduce, static_cast<int>(owners.size()), layout.count(piece), false);
         const Slice in{Buffer::scratch, node_sum.offset + off, layout.count(piece)};
         build_sub_collective(b, ar, owners, v.node, in, output_slice(layout.offset(piece), layout.count(piece)),
                              v.local % v.map.rails);
@@ -69,8 +70,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceHierSplit = {
-    Collective::allreduce, "hier_split",
+    Collective::allreduce,
+    "hier_split",
     "intra-node reduce-scatter, one inter-node allreduce per local rank on its own piece and rail, intra-node allgather",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -26,8 +26,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceRabenseifner = {
-    Collective::allreduce, "rabenseifner",
+    Collective::allreduce,
+    "rabenseifner",
     "recursive-halving reduce-scatter then recursive-doubling allgather; for medium and large messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/true};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

@@ -13,9 +13,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) { allreduce_by_digit_
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceRecursiveDoubling = {
-    Collective::allreduce, "recursive_doubling",
+    Collective::allreduce,
+    "recursive_doubling",
     "log2(p) pairwise exchanges of the whole vector; latency-optimal for small messages",
-    "none (non-power-of-two sizes fold the extra ranks onto the core)", always_applicable, build,
+    "none (non-power-of-two sizes fold the extra ranks onto the core)",
+    always_applicable,
+    build,
     /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

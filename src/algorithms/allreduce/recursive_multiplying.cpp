@@ -18,9 +18,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceRecursiveMultiplying = {
-    Collective::allreduce, "recursive_multiplying",
+    Collective::allreduce,
+    "recursive_multiplying",
     "radix-k recursive doubling (k = parameter knomial_radix): log_k(p) rounds of k-1 concurrent exchanges",
-    "none (sizes that are not a power of k fold the extra ranks onto the core)", always_applicable, build,
+    "none (sizes that are not a power of k fold the extra ranks onto the core)",
+    always_applicable,
+    build,
     /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

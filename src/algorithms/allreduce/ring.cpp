@@ -24,8 +24,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceRing = {
-    Collective::allreduce, "ring",
+    Collective::allreduce,
+    "ring",
     "ring reduce-scatter then ring allgather, segmented for pipelining; bandwidth-optimal for large messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/true};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/true};
 
 }  // namespace loom

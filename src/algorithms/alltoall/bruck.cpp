@@ -67,8 +67,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAlltoallBruck = {
-    Collective::alltoall, "bruck",
+    Collective::alltoall,
+    "bruck",
     "ceil(log2 p) steps, each sending the packed blocks whose rotated index has one bit set; for small blocks",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

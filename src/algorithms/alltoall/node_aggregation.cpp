@@ -87,8 +87,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAlltoallNodeAggregation = {
-    Collective::alltoall, "node_aggregation",
+    Collective::alltoall,
+    "node_aggregation",
     "per node pair one aggregated message between agents spread over the local ranks; for small blocks across nodes",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

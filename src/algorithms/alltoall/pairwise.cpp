@@ -34,8 +34,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAlltoallPairwise = {
-    Collective::alltoall, "pairwise",
+    Collective::alltoall,
+    "pairwise",
     "p-1 steps, each exchanging one block with one peer; keeps the network uncongested for large blocks",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -43,8 +43,12 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kAlltoallScattered = {
-    Collective::alltoall, "scattered",
+    Collective::alltoall,
+    "scattered",
     "posts receives and sends to all peers in staggered order, at most max_outstanding in flight; for medium blocks",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

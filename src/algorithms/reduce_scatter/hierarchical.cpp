@@ -53,13 +53,21 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterHierarchical = {
-    Collective::reduce_scatter, "hierarchical",
+    Collective::reduce_scatter,
+    "hierarchical",
     "node-sums formed on one local rank per block, sent once across the network to the block's owner",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 extern const AlgorithmInfo kReduceScatterBlockHierarchical = {
-    Collective::reduce_scatter_block, "hierarchical",
+    Collective::reduce_scatter_block,
+    "hierarchical",
     "node-sums formed on one local rank per block, sent once across the network to the block's owner",
-    "a node map (any ranks per node, any rank order)", needs_node_map, build, /*in_place_aliasing_safe=*/false};
+    "a node map (any ranks per node, any rank order)",
+    needs_node_map,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

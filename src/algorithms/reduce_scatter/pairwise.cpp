@@ -45,13 +45,21 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterPairwise = {
-    Collective::reduce_scatter, "pairwise",
+    Collective::reduce_scatter,
+    "pairwise",
     "p-1 pairwise exchanges, each contribution sent straight to its block's owner; for large messages and irregular counts",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 extern const AlgorithmInfo kReduceScatterBlockPairwise = {
-    Collective::reduce_scatter_block, "pairwise",
+    Collective::reduce_scatter_block,
+    "pairwise",
     "p-1 pairwise exchanges, each contribution sent straight to its block's owner; for large messages and irregular counts",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -28,13 +28,21 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterRecursiveHalving = {
-    Collective::reduce_scatter, "recursive_halving",
+    Collective::reduce_scatter,
+    "recursive_halving",
     "recursive halving over the largest power-of-two core, extra ranks folded in; few rounds, for small and medium messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 extern const AlgorithmInfo kReduceScatterBlockRecursiveHalving = {
-    Collective::reduce_scatter_block, "recursive_halving",
+    Collective::reduce_scatter_block,
+    "recursive_halving",
     "recursive halving over the largest power-of-two core, extra ranks folded in; few rounds, for small and medium messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -24,13 +24,21 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterRing = {
-    Collective::reduce_scatter, "ring",
+    Collective::reduce_scatter,
+    "ring",
     "ring reduce-scatter, segmented for pipelining; bandwidth-optimal for large messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 extern const AlgorithmInfo kReduceScatterBlockRing = {
-    Collective::reduce_scatter_block, "ring",
+    Collective::reduce_scatter_block,
+    "ring",
     "ring reduce-scatter, segmented for pipelining; bandwidth-optimal for large messages",
-    "none", always_applicable, build, /*in_place_aliasing_safe=*/false};
+    "none",
+    always_applicable,
+    build,
+    /*in_place_aliasing_safe=*/false};
 
 }  // namespace loom

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "transport/transport.hpp"
 #include "transport/external/external.hpp"
+#include "transport/transport.hpp"
 
 namespace loom {
 namespace {
@@ -26,8 +26,7 @@ class ExternalTransport final : public Transport {
         const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
         return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
     }
-    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
-                     TransportHandle *h) override {
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override {
         void *handle = nullptr;
         const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
         return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
@@ -63,9 +62,10 @@ class ExternalTransport final : public Transport {
 
 Status make_external_transport(const loom_transport_t &ops, std::unique_ptr<Transport> *out) {
     if (ops.version != LOOM_TRANSPORT_VERSION)
-        return fail(LOOM_ERR_INVALID_ARGUMENT,
-                    "loom_transport_t.version is " + std::to_string(ops.version) + ": set it to LOOM_TRANSPORT_VERSION (" +
-                        std::to_string(LOOM_TRANSPORT_VERSION) + "); since version 2 isend and irecv take a lane");
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t.version is " + std::to_string(ops.version) +
+                                                   ": set it to LOOM_TRANSPORT_VERSION (" +
+                                                   std::to_string(LOOM_TRANSPORT_VERSION) +
+                                                   "); since version 2 isend and irecv take a lane");
     if (!ops.isend || !ops.irecv || !ops.test_many)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t needs isend, irecv and test_many");
     if (ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size)

@@ -35,7 +35,8 @@ class InProcessTransport final : public Transport {
   public:
     // hardware_concurrency() reads /sys on every call: ask once.
     InProcessTransport(InProcessFabric &fabric, int rank)
-        : fabric_(fabric), rank_(rank),
+        : fabric_(fabric),
+          rank_(rank),
           oversubscribed_(static_cast<unsigned>(fabric.size()) > std::max(1u, std::thread::hardware_concurrency())) {}
     int rank() const override { return rank_; }
     int size() const override { return fabric_.size(); }
@@ -44,7 +45,8 @@ class InProcessTransport final : public Transport {
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &,
                      TransportHandle *h) override {
-        if (peer < 0 || peer >= size()) return fail(LOOM_ERR_INTERNAL, "inprocess send to rank " + std::to_string(peer));
+        if (peer < 0 || peer >= size())
+            return fail(LOOM_ERR_INTERNAL, "inprocess send to rank " + std::to_string(peer));
         auto &box = fabric_.mailbox(peer);
         std::lock_guard<std::mutex> lock(box.mutex);
         for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
@@ -74,7 +76,8 @@ class InProcessTransport final : public Transport {
     }
 
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &, TransportHandle *h) override {
-        if (peer < 0 || peer >= size()) return fail(LOOM_ERR_INTERNAL, "inprocess recv from rank " + std::to_string(peer));
+        if (peer < 0 || peer >= size())
+            return fail(LOOM_ERR_INTERNAL, "inprocess recv from rank " + std::to_string(peer));
         auto &box = fabric_.mailbox(rank_);
         std::lock_guard<std::mutex> lock(box.mutex);
         for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {

@@ -40,7 +40,7 @@ class InProcessFabric {
         std::vector<unsigned char> payload;   // eager
         const void *sender_buffer = nullptr;  // rendezvous
         size_t bytes = 0;
-        std::shared_ptr<Pending> sender;      // rendezvous: completed at match
+        std::shared_ptr<Pending> sender;  // rendezvous: completed at match
     };
     struct PostedRecv {
         int src;

@@ -27,8 +27,8 @@ Status mpi_error(int rc, const char *what, int peer) {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, text, &len);
-    return fail(LOOM_ERR_TRANSPORT, std::string(what) + " with rank " + std::to_string(peer) + " failed: " +
-                                        std::string(text, len));
+    return fail(LOOM_ERR_TRANSPORT,
+                std::string(what) + " with rank " + std::to_string(peer) + " failed: " + std::string(text, len));
 }
 
 class MpiTransport final : public Transport {
@@ -79,7 +79,8 @@ class MpiTransport final : public Transport {
         for (size_t i = 0; i < n; ++i) std::memcpy(&requests_[2 * i], hs[i]->bytes, sizeof(HandlePair));
         indices_.resize(2 * n);
         int outcount = 0;
-        int rc = MPI_Testsome(static_cast<int>(2 * n), requests_.data(), &outcount, indices_.data(), MPI_STATUSES_IGNORE);
+        int rc =
+            MPI_Testsome(static_cast<int>(2 * n), requests_.data(), &outcount, indices_.data(), MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Testsome", -1);
         for (size_t i = 0; i < n; ++i) {
             std::memcpy(hs[i]->bytes, &requests_[2 * i], sizeof(HandlePair));
@@ -114,8 +115,8 @@ class MpiTransport final : public Transport {
     bool oversubscribed_;
 };
 
-// More ranks of this communicator on this node than the node has cores. (Ranks of other communicators are not counted: Open MPI's own
-// mpi_yield_when_idle, on when mpirun oversubscribes, is honoured too.)
+// More ranks of this communicator on this node than the node has cores. (Ranks of other communicators are not counted:
+// Open MPI's own mpi_yield_when_idle, on when mpirun oversubscribes, is honoured too.)
 bool node_is_oversubscribed(MPI_Comm comm) {
 #ifdef OPEN_MPI
     // Open MPI's progress engine, which every poll drives, yields by itself

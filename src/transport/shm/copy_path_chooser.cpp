@@ -30,10 +30,8 @@ void CopyPathChooser::record(Path path, uint64_t ns) {
         return;
     }
     double &e = estimate_[path];
-    if (samples_[path]++ < kSeedCalls)
-        e = e == 0 ? sample : std::min(e, sample);
-    else
-        e += (std::min(sample, kOutlierCap * e) - e) * kMeanWeight;
+    if (samples_[path]++ < kSeedCalls) e = e == 0 ? sample : std::min(e, sample);
+    else e += (std::min(sample, kOutlierCap * e) - e) * kMeanWeight;
     decide();
 }
 

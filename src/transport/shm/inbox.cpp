@@ -2,8 +2,8 @@
 // rank's, mapping and checking the peers', and removing those a crashed run
 // left in /dev/shm.
 #include <dirent.h>
-#include <sys/mman.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -46,9 +46,9 @@ struct CellHeader {
     uint32_t tag;
     uint64_t message_bytes;
     int32_t sender_pid;
-    int32_t copy_errno;  // single copy: 0, or why the receiver's read failed
-    uint64_t source;     // single copy: the send buffer's address; 0 for payload in cells
-    uint64_t probe;      // the address of kSingleCopyProbe in the sender
+    int32_t copy_errno;    // single copy: 0, or why the receiver's read failed
+    uint64_t source;       // single copy: the send buffer's address; 0 for payload in cells
+    uint64_t probe;        // the address of kSingleCopyProbe in the sender
     uint64_t probe_value;  // and its value
 };
 static_assert(sizeof(CellHeader) <= 64, "cell header fits its line");

@@ -60,5 +60,4 @@ void set_up_shared_memory_mpi(const MpiSetup &setup, Communicator &c) {
         std::fprintf(stderr, "loom: rank %d: shared-memory path off: %s\n", c.rank(), why.c_str());
 }
 
-
 }  // namespace loom

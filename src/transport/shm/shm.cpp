@@ -43,8 +43,8 @@ void SharedMemoryTransport::plan_added(uint32_t id, uint32_t key, const CollArgs
     PlanPolicy &policy = plans_[id];
     policy = PlanPolicy{};
     policy.ring_limit = args.collective == Collective::alltoall ? alltoall_max_bytes_ : SIZE_MAX;
-    policy.chooses_copy_path = single_copy_mode_ == SingleCopyPolicy::measured &&
-                               args.input_count() * args.elem_size >= single_copy_min_;
+    policy.chooses_copy_path =
+        single_copy_mode_ == SingleCopyPolicy::measured && args.input_count() * args.elem_size >= single_copy_min_;
     policy.copy_path_slot = key;
     last_plan_ = Route::kNoPlan;
 }
@@ -359,8 +359,8 @@ __attribute__((flatten)) inline bool SharedMemoryTransport::begin_message(PeerSt
 // Every cell of peer li's ring in our inbox holds data (the cell before
 // the next one to read is the last the sender can fill).
 inline bool SharedMemoryTransport::ring_full(const PeerState &ps, size_t li) const {
-    const auto *last = reinterpret_cast<const CellHeader *>(
-        cell(node_.own->data(), li, ps.recv_next + node_.geometry.cells - 1));
+    const auto *last =
+        reinterpret_cast<const CellHeader *>(cell(node_.own->data(), li, ps.recv_next + node_.geometry.cells - 1));
     return last->full.load(std::memory_order_acquire) != 0;
 }
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "transport/shm/segment.hpp"
 #include "transport/shm/copy_path_chooser.hpp"
+#include "transport/shm/segment.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -86,7 +86,7 @@ struct SingleCopyPolicy {
 };
 
 struct ShmOptions {
-    size_t max_bytes = 0;                 // largest message through the rings (shm_ring_message_limit)
+    size_t max_bytes = 0;                  // largest message through the rings (shm_ring_message_limit)
     size_t alltoall_max_bytes = SIZE_MAX;  // alltoall plans' limit (their blocks come in ring-sized pieces)
     SingleCopyPolicy single_copy;
 };

@@ -212,11 +212,11 @@ class SharedMemoryTransport final : public Transport {
     mutable uint32_t last_plan_ = Route::kNoPlan;
     mutable PlanPolicy *last_policy_ = nullptr;
     SingleCopyPolicy::Mode single_copy_mode_;
-    size_t single_copy_min_;  // SIZE_MAX: single copy off
+    size_t single_copy_min_;   // SIZE_MAX: single copy off
     bool prefer_single_copy_;  // for sends posted from now on (mode measured: the caller's choice)
     int32_t pid_ = static_cast<int32_t>(getpid());
     size_t stride_ = 0;
-    size_t rings_offset_ = 0;  // header_area_bytes of this node: fixed, and needed for every cell
+    size_t rings_offset_ = 0;       // header_area_bytes of this node: fixed, and needed for every cell
     std::vector<int> local_index_;  // by communicator rank; -1 off-node
     size_t my_index_ = 0;
     std::deque<PeerState> peers_;  // by local index (a deque: PeerState does not move)

@@ -84,8 +84,8 @@ void SharedMemoryTransport::finish_read_sends_from(PeerState &ps) {
 // only after a yes.
 void SharedMemoryTransport::try_single_copy(PeerState &ps, size_t li, const CellHeader *ch) {
     uint64_t probe = 0;
-    const int err = read_from_process(ch->sender_pid, ch->probe, reinterpret_cast<unsigned char *>(&probe),
-                                      sizeof probe);
+    const int err =
+        read_from_process(ch->sender_pid, ch->probe, reinterpret_cast<unsigned char *>(&probe), sizeof probe);
     ps.single_copy = err == 0 && probe == ch->probe_value ? kSingleCopyAllowed : kSingleCopyRefused;
     single_copy_flag(node_.own->data(), li)->store(ps.single_copy, std::memory_order_relaxed);
 }
