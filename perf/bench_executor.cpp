@@ -28,8 +28,8 @@ void hand_written(Transport &t, int32_t *value, uint32_t tag) {
         const int peer = t.rank() ^ mask;
         int32_t incoming = 0;
         TransportHandle s, r;
-        t.post_send(value, sizeof *value, peer, tag, 0, &s);
-        t.post_recv(&incoming, sizeof incoming, peer, tag, &r);
+        t.post_send(value, sizeof *value, peer, tag, Route{}, &s);
+        t.post_recv(&incoming, sizeof incoming, peer, tag, Route{}, &r);
         bool sd = false, rd = false;
         while (!(sd && rd)) {
             if (!sd) t.test(&s, &sd);
