@@ -11,6 +11,7 @@ Router::Router(std::unique_ptr<Transport> fallback)
       oversubscribed_(fallback->oversubscribed()) {
     if (fallback->follows_plans()) followers_.push_back(fallback.get());
     transports_.emplace_back();
+    transports_.back().engine = fallback->drives_progress_engine();
     transports_.back().transport = std::move(fallback);
 }
 
@@ -18,46 +19,53 @@ void Router::add_preferred(std::unique_ptr<Transport> t) {
     max_tag_ = std::min(max_tag_, t->max_tag());
     if (t->follows_plans()) followers_.push_back(t.get());
     Entry e;
+    e.engine = t->drives_progress_engine();
     e.transport = std::move(t);
     transports_.insert(transports_.begin(), std::move(e));
 }
 
-LaneCounters &Router::lane(Entry &e, int lane) {
-    const size_t i = lane < 0 ? 0 : static_cast<size_t>(lane);
-    if (i >= e.lanes.size()) e.lanes.resize(i + 1);
-    return e.lanes[i];
-}
-
-Router::Entry &Router::carrier_for(int peer, size_t bytes, const Route &route) {
+Router::Entry &Router::carrier_for(int peer, size_t bytes, const Route &route, int *channel) {
     const size_t last = transports_.size() - 1;
-    for (size_t i = 0; i < last; ++i)
-        if (transports_[i].transport->carries(peer, bytes, route)) return transports_[i];
+    for (size_t i = 0; i < last; ++i) {
+        const int c = transports_[i].transport->carries(peer, bytes, route);
+        if (c >= 0) {
+            *channel = c;
+            return transports_[i];
+        }
+    }
+    *channel = 0;
     return transports_[last];
 }
 
 Status Router::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                          TransportHandle *h) {
-    Entry &e = carrier_for(peer, bytes, route);
+    Route r = route;
+    Entry &e = carrier_for(peer, bytes, route, &r.channel);
     h->carrier = static_cast<uint32_t>(&e - transports_.data());
     LaneCounters &c = lane(e, route.lane);
     ++c.sent_messages;
     c.sent_bytes += bytes;
-    return e.transport->post_send(buf, bytes, peer, tag, route, h);
+    return e.transport->post_send(buf, bytes, peer, tag, r, h);
 }
 
 Status Router::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) {
-    Entry &e = carrier_for(peer, bytes, route);
+    Route r = route;
+    Entry &e = carrier_for(peer, bytes, route, &r.channel);
     h->carrier = static_cast<uint32_t>(&e - transports_.data());
     LaneCounters &c = lane(e, route.lane);
     ++c.received_messages;
     c.received_bytes += bytes;
-    return e.transport->post_recv(buf, bytes, peer, tag, route, h);
+    return e.transport->post_recv(buf, bytes, peer, tag, r, h);
 }
 
-Status Router::test_entry(Entry &e, unsigned char *done, bool *moved) {
-    e.done.assign(e.handles.size(), 0);
-    LOOM_RETURN_IF_ERROR(e.transport->test_many(e.handles.data(), e.handles.size(), e.done.data(), moved));
-    for (size_t k = 0; k < e.slots.size(); ++k) done[e.slots[k]] |= e.done[k];
+Status Router::test_entry(Entry &e, unsigned char *done, bool *moved, bool *finished) {
+    const size_t n = e.handles.size();
+    if (e.done.size() < n) e.done.resize(n);
+    LOOM_RETURN_IF_ERROR(e.transport->test_many(e.handles.data(), n, e.done.data(), moved));
+    for (size_t k = 0; k < n; ++k) {
+        done[e.slots[k]] = e.done[k];
+        *finished |= e.done[k] != 0;
+    }
     return LOOM_SUCCESS;
 }
 
@@ -71,26 +79,24 @@ Status Router::test_many(TransportHandle *const *hs, size_t n, unsigned char *do
         Entry &e = transports_[hs[i]->carrier];
         e.handles.push_back(hs[i]);
         e.slots.push_back(i);
-        done[i] = 0;
     }
     // Transports that a poll drives come first, every time (they also move
     // messages of operations not tested here). Then the progress engines:
     // those with operations, or, when nothing at all happened, one idle
     // turn (Open MPI's gives the core away when oversubscribed), but never
     // after an operation finished: that would yield with work to do.
-    bool memory_moved = false, memory_finished = false;
+    bool memory_moved = false, memory_finished = false, engine_finished = false;
     for (Entry &e : transports_) {
-        if (e.transport->drives_progress_engine()) continue;
+        if (e.engine) continue;
         bool m = false;
-        LOOM_RETURN_IF_ERROR(test_entry(e, done, &m));
+        LOOM_RETURN_IF_ERROR(test_entry(e, done, &m, &memory_finished));
         memory_moved |= m;
-        for (size_t k = 0; k < e.slots.size(); ++k) memory_finished |= done[e.slots[k]] != 0;
     }
     bool engine_driven = false;
     for (Entry &e : transports_) {
-        if (!e.transport->drives_progress_engine()) continue;
+        if (!e.engine) continue;
         if (!e.handles.empty()) {
-            LOOM_RETURN_IF_ERROR(test_entry(e, done, nullptr));
+            LOOM_RETURN_IF_ERROR(test_entry(e, done, nullptr, &engine_finished));
             engine_driven = true;
         } else if (!memory_moved && !memory_finished) {
             LOOM_RETURN_IF_ERROR(e.transport->idle());
@@ -101,9 +107,9 @@ Status Router::test_many(TransportHandle *const *hs, size_t n, unsigned char *do
     // seen now, not one poll later.
     if (engine_driven && !memory_moved) {
         for (Entry &e : transports_) {
-            if (e.transport->drives_progress_engine()) continue;
+            if (e.engine) continue;
             bool m = false;
-            LOOM_RETURN_IF_ERROR(test_entry(e, done, &m));
+            LOOM_RETURN_IF_ERROR(test_entry(e, done, &m, &memory_finished));
             memory_moved |= m;
         }
     }
@@ -118,7 +124,7 @@ Status Router::idle() {
 
 bool Router::drives_progress_engine() const {
     for (const Entry &e : transports_)
-        if (e.transport->drives_progress_engine()) return true;
+        if (e.engine) return true;
     return false;
 }
 

@@ -47,15 +47,22 @@ class Router final : public Transport {
   private:
     struct Entry {
         std::unique_ptr<Transport> transport;
+        bool engine = false;  // drives_progress_engine(), asked once
         std::vector<LaneCounters> lanes;
         // Scratch for test_many: this transport's share of the handles.
         std::vector<TransportHandle *> handles;
         std::vector<size_t> slots;
         std::vector<unsigned char> done;
     };
-    Entry &carrier_for(int peer, size_t bytes, const Route &route);
-    static LaneCounters &lane(Entry &e, int lane);
-    Status test_entry(Entry &e, unsigned char *done, bool *moved);
+    // The carrying entry for a message, with its channel in *channel.
+    Entry &carrier_for(int peer, size_t bytes, const Route &route, int *channel);
+    static LaneCounters &lane(Entry &e, int lane) {
+        const size_t i = lane < 0 ? 0 : static_cast<size_t>(lane);
+        if (i >= e.lanes.size()) e.lanes.resize(i + 1);
+        return e.lanes[i];
+    }
+    // Tests the entry's share of the handles; its done flags go to their slots.
+    Status test_entry(Entry &e, unsigned char *done, bool *moved, bool *finished);
     bool followers_start(uint32_t plan, bool blocking);
     std::vector<Entry> transports_;       // preference order; the last carries anything
     std::vector<Transport *> followers_;  // those that follow plans

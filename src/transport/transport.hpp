@@ -36,6 +36,9 @@ struct Route {
     static constexpr uint32_t kNoPlan = 0xffffffffu;
     uint32_t plan = kNoPlan;
     int lane = 0;
+    // Set by the router: what the carrying transport's carries() answered
+    // (its own index for the peer, say), so that posting need not work it out again.
+    int channel = 0;
 };
 
 // Messages and bytes a transport carried on one lane, sends and receives.
@@ -65,15 +68,16 @@ class Transport {
     // Largest tag the transport carries; the communicator cycles tags below it.
     virtual uint32_t max_tag() const = 0;
     // Whether this transport carries a message of `bytes` between this rank
-    // and `peer` for `route`. Both sides must give the same answer for one
-    // message: it may depend on the peer pair, the size and the route only.
-    virtual bool carries(int peer, size_t bytes, const Route &route) const { return true; }
+    // and `peer` for `route`: a channel >= 0 of its own, which the router
+    // passes to the post in route.channel, or -1. Both sides must agree for
+    // one message: it may depend on the peer pair, the size and the route only.
+    virtual int carries(int peer, size_t bytes, const Route &route) const { return 0; }
     virtual Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                              TransportHandle *h) = 0;
     virtual Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                              TransportHandle *h) = 0;
-    // Tests n handles at once (done[i] for each); a handle reported done is
-    // released by the transport. *moved (may be null) tells whether anything
+    // Tests n handles at once, setting done[i] for every one of them; a
+    // handle reported done is released by the transport. *moved (may be null) tells whether anything
     // happened, done or not: a router then knows whether to drive the
     // transports that wait in a progress engine.
     virtual Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) = 0;

@@ -23,7 +23,7 @@ class Recorder final : public Transport {
     int size() const override { return 4; }
     const char *name() const override { return name_; }
     uint32_t max_tag() const override { return 1000; }
-    bool carries(int peer, size_t bytes, const Route &) const override { return peer != 3 && bytes <= max_bytes_; }
+    int carries(int peer, size_t bytes, const Route &) const override { return peer != 3 && bytes <= max_bytes_ ? 0 : -1; }
     Status post_send(const void *, size_t bytes, int peer, uint32_t, const Route &r, TransportHandle *) override {
         posts.push_back("send " + std::to_string(bytes) + " to " + std::to_string(peer) + " lane " +
                         std::to_string(r.lane));

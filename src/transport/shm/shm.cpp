@@ -97,8 +97,8 @@ inline int SharedMemoryTransport::shared_copy_path(uint32_t slot) const {
 
 Status SharedMemoryTransport::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                                         TransportHandle *h) {
-    const int li = local_peer(peer, bytes, route);
-    if (li < 0) return not_carried(peer, bytes);
+    const int li = route.channel;
+    if (!is_channel_of(peer, li)) return not_carried(peer, bytes);
     ShmOp *op = take_op();
     op->peer = static_cast<size_t>(li);
     op->tag = tag;
@@ -113,8 +113,8 @@ Status SharedMemoryTransport::post_send(const void *buf, size_t bytes, int peer,
 
 Status SharedMemoryTransport::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                                         TransportHandle *h) {
-    const int li = local_peer(peer, bytes, route);
-    if (li < 0) return not_carried(peer, bytes);
+    const int li = route.channel;
+    if (!is_channel_of(peer, li)) return not_carried(peer, bytes);
     ShmOp *op = take_op();
     op->peer = static_cast<size_t>(li);
     op->tag = tag;

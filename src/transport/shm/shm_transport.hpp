@@ -84,9 +84,7 @@ class SharedMemoryTransport final : public Transport {
     const char *name() const override { return "shared_memory"; }
     uint32_t max_tag() const override { return UINT32_MAX; }  // a cell carries any tag
 
-    bool carries(int peer, size_t bytes, const Route &route) const override {
-        return local_peer(peer, bytes, route) >= 0;
-    }
+    int carries(int peer, size_t bytes, const Route &route) const override { return local_peer(peer, bytes, route); }
 
     uint64_t data_movements() const override { return cells_moved_; }
     void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
@@ -131,6 +129,11 @@ class SharedMemoryTransport final : public Transport {
     static void set_op(TransportHandle *h, ShmOp *op) { std::memcpy(h->bytes, &op, sizeof op); }
 
     // Local index of `peer` when this message goes through shared memory, else -1.
+    // Whether `li` is `peer`'s local index (the router's channel is
+    // carries()'s answer for it).
+    bool is_channel_of(int peer, int li) const {
+        return peer >= 0 && peer < size_ && li >= 0 && local_index_[peer] == li && static_cast<size_t>(li) != my_index_;
+    }
     int local_peer(int peer, size_t bytes, const Route &route) const {
         if (bytes > max_bytes_ || peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
         if (route.plan != Route::kNoPlan) {
