@@ -16,10 +16,6 @@ class Router final : public Transport {
     // Puts `t` before the present transports (it must span the same ranks).
     void add_preferred(std::unique_ptr<Transport> t);
     const Transport &fallback() const { return *transports_.back().transport; }
-    size_t transport_count() const { return transports_.size(); }
-    // The transport at `index` in preference order, for tests and set-up.
-    Transport &transport(size_t index) { return *transports_[index].transport; }
-    const Transport &transport(size_t index) const { return *transports_[index].transport; }
     // Name, per-lane counts and the transport's own counts, in preference order.
     void report(std::vector<TransportCounters> *out) const;
 
