@@ -11,6 +11,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
+#include "transport/registry.hpp"
 #include "transport/mpi/mpi.hpp"
 
 struct loom_comm {
@@ -256,7 +257,9 @@ int loom_comm_create_with_transport(const loom_transport_t *transport, loom_comm
     LOOM_RETURN_IF_ERROR(config.load_environment());
     std::unique_ptr<Transport> t;
     LOOM_RETURN_IF_ERROR(make_external_transport(*transport, &t));
-    return new_communicator(std::move(config), std::move(t), out);
+    LOOM_RETURN_IF_ERROR(new_communicator(std::move(config), std::move(t), out));
+    for (auto set_up : deferred_transport_setups()) (*out)->impl->defer(set_up);
+    return LOOM_SUCCESS;
 }
 
 int loom_param_count(void) { return static_cast<int>(param_table().size()); }
@@ -432,7 +435,10 @@ int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     info->name = shm ? "shared_memory" : router.fallback().name();
     info->node_ranks = shm ? static_cast<int>(extra_counter(*shm, "node_ranks")) : 1;
     info->shared_memory_sends = shm ? shm->sent_messages() : 0;
-    info->point_to_point_sends = shm ? report.back().sent_messages() : 0;
+    uint64_t others = 0;  // every transport but shared memory: the PML or MPI, the rails
+    for (const TransportCounters &t : report)
+        if (&t != shm) others += t.sent_messages();
+    info->point_to_point_sends = shm ? others : 0;
     info->single_copy_sends = shm ? extra_counter(*shm, "single_copy_sends") : 0;
     return LOOM_SUCCESS;
 }

@@ -109,7 +109,8 @@ void ProgramBuilder::pop_group() { groups_.pop_back(); }
 StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps, int lane) {
     if (!groups_.empty()) {
         if (peer >= 0) peer = groups_.back().ranks[peer];
-        if (kind == StepKind::send && groups_.back().lane >= 0) lane = groups_.back().lane;
+        // Both sides of a message must agree on its lane: receives carry it too.
+        if ((kind == StepKind::send || kind == StepKind::recv) && groups_.back().lane >= 0) lane = groups_.back().lane;
         dst = to_current(dst);
         src = to_current(src);
     }

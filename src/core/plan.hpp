@@ -49,7 +49,7 @@ using StepId = uint32_t;
 
 struct Step {
     StepKind kind = StepKind::join;
-    uint8_t lane = 0;        // rail / channel for sends; single-lane transports ignore it
+    uint8_t lane = 0;        // rail / channel of a send or receive (both sides alike); single-lane transports ignore it
     int32_t peer = -1;       // communicator rank (send/recv)
     Slice dst;               // recv, reduce, copy
     Slice src;               // send, reduce, copy

@@ -289,7 +289,56 @@ void Communicator::explain_once(const CollArgs &args) {
         std::fprintf(stderr, "loom: %s\n", explanation_line(full, e).c_str());
 }
 
+uint32_t Communicator::retire_plans() {
+    for (auto &entry : lru_) retired_.emplace_back(entry.second.id, entry.second.program);
+    lru_.clear();
+    cache_.clear();
+    last_plan_ = nullptr;
+    forget_retired_plans();
+    return next_plan_id_;
+}
+
+Status Communicator::attach_rails(std::unique_ptr<Transport> rails, int count, std::string state) {
+    if (rails->rank() != rank_ || rails->size() != size_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "the rails transport spans another communicator");
+    router_->add_preferred(std::move(rails));
+    // Every rank attaches at the same call, so tags stay equal everywhere.
+    if (next_tag_ > router_->max_tag()) next_tag_ = 0;
+    nodes_.rails = count;
+    retire_plans();
+    rails_state_ = std::move(state);
+    return LOOM_SUCCESS;
+}
+
+Status Communicator::allgather_bytes(const void *mine, size_t bytes, void *all) {
+    CollArgs a;
+    a.collective = Collective::allgather;
+    a.count = bytes;
+    CallData call;
+    call.sendbuf = mine;
+    call.recvbuf = all;
+    call.type = LOOM_BYTE;
+    return run(a, call);
+}
+
+Status Communicator::allreduce_int64(int64_t *values, size_t n, loom_op_t op) {
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.count = n;
+    CallData call;
+    call.in_place = true;
+    call.recvbuf = values;
+    call.type = LOOM_INT64;
+    call.op = op;
+    return run(a, call);
+}
+
 Status Communicator::run(CollArgs args, const CallData &call) {
+    if (!deferred_.empty()) {
+        std::vector<void (*)(Communicator &)> now;
+        now.swap(deferred_);
+        for (auto set_up : now) set_up(*this);
+    }
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = std::make_unique<Request>();

@@ -76,6 +76,31 @@ class Communicator {
     // keep a reference to the transport.
     Status attach_shared_memory(SharedMemoryNode node);
 
+    // Adds the inter-node rails transport (any time, between calls): calls
+    // already running keep their transports; the plan cache starts afresh,
+    // because the node map now counts `rails` rails. `state` describes them
+    // for the stats and loom-info.
+    Status attach_rails(std::unique_ptr<Transport> rails, int count, std::string state);
+    // Retires every cached plan; the id the next plan will get.
+    uint32_t retire_plans();
+    // The rails' state: "" (none asked for), what attach_rails was told, or
+    // why they were left out (each such communicator counts one fallback).
+    const std::string &rails_state() const { return rails_state_; }
+    void rails_left_out(std::string why) {
+        rails_state_ = "off: " + std::move(why);
+        ++rails_fallbacks_;
+    }
+    uint64_t rails_fallbacks() const { return rails_fallbacks_; }
+
+    // A set-up that needs its ranks to talk (the rails' address exchange)
+    // where the communicator was made without communication (coll/loom):
+    // it runs at the start of the first blocking collective, which every
+    // rank calls in the same order.
+    void defer(void (*set_up)(Communicator &)) { deferred_.push_back(set_up); }
+    // Collectives over this communicator's present transports, for set-ups.
+    Status allgather_bytes(const void *mine, size_t bytes, void *all);
+    Status allreduce_int64(int64_t *values, size_t n, loom_op_t op);
+
     // Which node each rank is on. Only before the first collective; plans
     // of node-aware algorithms depend on it.
     Status set_nodes(NodeMap nodes);
@@ -159,6 +184,9 @@ class Communicator {
     // were attached, as the transport's) and their size; alltoall pieces fit them.
     size_t ring_message_max_ = 0;
     size_t ring_bytes_ = 0;
+    std::string rails_state_;
+    uint64_t rails_fallbacks_ = 0;
+    std::vector<void (*)(Communicator &)> deferred_;
     NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };

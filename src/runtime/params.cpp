@@ -73,6 +73,30 @@ const std::vector<ParamSpec> &param_table() {
          "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
          "and shared memory links only ranks of one emulated node (read when the communicator is created)",
          0, 0, Collective::allreduce},
+        {kParamRails, "rails", ParamType::text, "auto", 3,
+         "Network interfaces that carry messages between nodes, one UCX worker each (\"rail0,rail1\"); auto: the "
+         "NICs hwloc finds; none: the PML or MPI carries them. Read when the communicator is created",
+         0, 0, Collective::allreduce},
+        {kParamUcxTls, "ucx_tls", ParamType::text, "^sm", 5,
+         "UCX transports of the rails' workers (UCX_TLS syntax: \"tcp\", \"rc,ud\"); the default excludes UCX's "
+         "shared memory, which Loom's own replaces. Read when the communicator is created",
+         0, 0, Collective::allreduce},
+        {kParamRailWeights, "rail_weights", ParamType::text, "", 4,
+         "Share of a striped message per rail (\"2,1\"); empty: measured by a probe when the rails come up. Read "
+         "when the communicator is created",
+         0, 0, Collective::allreduce},
+        {kParamRailStripeMinBytes, "rail_stripe_min_bytes", ParamType::size, "64KiB", 5,
+         "Smallest message cut over every rail by weight; smaller ones travel on their lane's rail. Read when the "
+         "communicator is created",
+         0, 1LL << 40, Collective::allreduce},
+        {kParamRailProbeBytes, "rail_probe_bytes", ParamType::size, "1MiB", 5,
+         "Bytes each rank sends on every rail at once when the rails come up, to weigh them (0: equal weights). Read "
+         "when the communicator is created",
+         0, 1LL << 30, Collective::allreduce},
+        {kParamRailTimeoutMs, "rail_timeout_ms", ParamType::integer, "10000", 5,
+         "How long bringing a rail up may wait for a peer before the rails are left out. Read when the "
+         "communicator is created",
+         1, 1LL << 31, Collective::allreduce},
     };
     return table;
 }
@@ -146,6 +170,7 @@ Status Config::set(const std::string &name, const std::string &value) {
             break;
         }
         case ParamType::path:
+        case ParamType::text:
             break;  // read when selection first needs it: an unreadable file is reported and ignored there
         case ParamType::cost_model: {
             CostModel m;

@@ -11,7 +11,7 @@
 
 namespace loom {
 
-enum class ParamType { algorithm, size, integer, topology, cost_model, path };
+enum class ParamType { algorithm, size, integer, topology, cost_model, path, text };
 
 enum ParamId {
     kParamAllreduceAlgorithm,
@@ -32,6 +32,12 @@ enum ParamId {
     kParamTopology,
     kParamRulesFile,
     kParamCostModel,
+    kParamRails,
+    kParamUcxTls,
+    kParamRailWeights,
+    kParamRailStripeMinBytes,
+    kParamRailProbeBytes,
+    kParamRailTimeoutMs,
     kParamCount
 };
 

@@ -68,6 +68,7 @@ const char *type_name(ParamType t) {
         case ParamType::topology: return "topology";
         case ParamType::cost_model: return "cost model";
         case ParamType::path: return "path";
+        case ParamType::text: return "text";
     }
     return "?";
 }

@@ -18,4 +18,8 @@ struct TransportSetup {
 
 const std::vector<TransportSetup> &transport_setups();
 
+// The set-ups a communicator made without communication (a caller's
+// transport: coll/loom) runs at its first blocking collective.
+const std::vector<void (*)(Communicator &)> &deferred_transport_setups();
+
 }  // namespace loom

@@ -13,6 +13,7 @@ Router::Router(std::unique_ptr<Transport> fallback)
     transports_.emplace_back();
     transports_.back().engine = fallback->drives_progress_engine();
     transports_.back().transport = std::move(fallback);
+    order_.push_back(0);
 }
 
 void Router::add_preferred(std::unique_ptr<Transport> t) {
@@ -21,20 +22,22 @@ void Router::add_preferred(std::unique_ptr<Transport> t) {
     Entry e;
     e.engine = t->drives_progress_engine();
     e.transport = std::move(t);
-    transports_.insert(transports_.begin(), std::move(e));
+    transports_.push_back(std::move(e));
+    order_.insert(order_.begin(), transports_.size() - 1);
 }
 
 Router::Entry &Router::carrier_for(int peer, size_t bytes, const Route &route, int *channel) {
-    const size_t last = transports_.size() - 1;
-    for (size_t i = 0; i < last; ++i) {
-        const int c = transports_[i].transport->carries(peer, bytes, route);
+    const size_t last = order_.size() - 1;
+    for (size_t k = 0; k < last; ++k) {
+        Entry &e = transports_[order_[k]];
+        const int c = e.transport->carries(peer, bytes, route);
         if (c >= 0) {
             *channel = c;
-            return transports_[i];
+            return e;
         }
     }
     *channel = 0;
-    return transports_[last];
+    return transports_[0];
 }
 
 Status Router::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
@@ -154,7 +157,8 @@ uint64_t Router::data_movements() const {
 
 void Router::report(std::vector<TransportCounters> *out) const {
     out->clear();
-    for (const Entry &e : transports_) {
+    for (size_t k : order_) {
+        const Entry &e = transports_[k];
         TransportCounters c;
         c.name = e.transport->name();
         c.lanes = e.lanes.empty() ? std::vector<LaneCounters>(1) : e.lanes;

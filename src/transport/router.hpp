@@ -14,8 +14,9 @@ class Router final : public Transport {
   public:
     explicit Router(std::unique_ptr<Transport> fallback);
     // Puts `t` before the present transports (it must span the same ranks).
+    // Operations in flight keep their carrier: indices never change.
     void add_preferred(std::unique_ptr<Transport> t);
-    const Transport &fallback() const { return *transports_.back().transport; }
+    const Transport &fallback() const { return *transports_.front().transport; }
     // Name, per-lane counts and the transport's own counts, in preference order.
     void report(std::vector<TransportCounters> *out) const;
 
@@ -60,7 +61,8 @@ class Router final : public Transport {
     // Tests the entry's share of the handles; its done flags go to their slots.
     Status test_entry(Entry &e, unsigned char *done, bool *moved, bool *finished);
     bool followers_start(uint32_t plan, bool blocking);
-    std::vector<Entry> transports_;       // preference order; the last carries anything
+    std::vector<Entry> transports_;       // in the order added: a handle's carrier indexes it; [0] carries anything
+    std::vector<size_t> order_;           // preference order: indices into transports_, the fallback last
     std::vector<Transport *> followers_;  // those that follow plans
     int rank_, size_;
     uint32_t max_tag_;

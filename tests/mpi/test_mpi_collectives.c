@@ -284,21 +284,46 @@ int main(int argc, char **argv) {
     loom_transport_info_t info;
     info.version = LOOM_TRANSPORT_INFO_VERSION;
     LOOM_OK(loom_comm_transport_info(comm, &info));
-    /* The per-transport counters add up to the summary: shared memory first
-     * when attached, the transport that carries the rest last. */
+    /* The per-transport counters add up to the summary: the rails first when
+     * they came up (attached last, tried first), shared memory next when
+     * attached, the transport that carries the rest last. */
     uint64_t per_transport_sends[2] = {0, 0};
     for (int i = 0; i < info.transports; ++i)
         for (int l = 0; l < info.transport[i].lanes; ++l)
-            per_transport_sends[i == info.transports - 1] += info.transport[i].lane[l].sent_messages;
+            per_transport_sends[strcmp(info.transport[i].name, "shared_memory") != 0] +=
+                info.transport[i].lane[l].sent_messages;
+    /* LOOM_TEST_EXPECT_RAILS=R: the rails came up and every one of them carried bytes. */
+    const char *expect_rails = getenv("LOOM_TEST_EXPECT_RAILS");
+    const int want_rails = expect_rails ? atoi(expect_rails) : 0;
+    if (want_rails > 0) {
+        const loom_transport_counters_t *ucx = NULL;
+        for (int i = 0; i < info.transports; ++i)
+            if (!strcmp(info.transport[i].name, "ucx")) ucx = &info.transport[i];
+        CHECK(ucx != NULL, "LOOM_TEST_EXPECT_RAILS=%d but the rails did not come up (%d transports)", want_rails,
+              info.transports);
+        for (int r = 0; ucx && r < want_rails; ++r) {
+            char name[64];
+            uint64_t sent = 0, received = 0;
+            snprintf(name, sizeof name, "rail%d_sent_bytes", r);
+            for (int e = 0; e < ucx->extras; ++e) {
+                if (!strcmp(ucx->extra_name[e], name)) sent = ucx->extra_value[e];
+                if (!strncmp(ucx->extra_name[e], name, 5) && strstr(ucx->extra_name[e], "received_bytes"))
+                    received += ucx->extra_value[e];
+            }
+            CHECK(sent > 0 && received > 0, "rail %d carried %llu bytes out, %llu in; want both above 0", r,
+                  (unsigned long long)sent, (unsigned long long)received);
+        }
+    }
     if (!strcmp(info.name, "shared_memory"))
-        CHECK(info.transports == 2 && !strcmp(info.transport[0].name, "shared_memory") &&
+        CHECK(info.transports == 2 + (want_rails > 0) &&
+                  !strcmp(info.transport[want_rails > 0].name, "shared_memory") &&
                   per_transport_sends[0] == info.shared_memory_sends &&
                   per_transport_sends[1] == info.point_to_point_sends,
               "per-transport counters (%d transports, %llu + %llu sends) disagree with the summary (%llu + %llu)",
               info.transports, (unsigned long long)per_transport_sends[0], (unsigned long long)per_transport_sends[1],
               (unsigned long long)info.shared_memory_sends, (unsigned long long)info.point_to_point_sends);
     else
-        CHECK(info.transports == 1 && !strcmp(info.transport[0].name, info.name),
+        CHECK(info.transports == 1 + (want_rails > 0) && !strcmp(info.transport[info.transports - 1].name, info.name),
               "%d transports, the first %s; want %s alone", info.transports,
               info.transports ? info.transport[0].name : "-", info.name);
     const char *shm_env = getenv("LOOM_SHARED_MEMORY");

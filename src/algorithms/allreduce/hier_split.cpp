@@ -40,7 +40,9 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     build_sub_collective(b, rs, v.members(), v.local, input_slice(0, n), node_sum);
 
     // Phase 2: per owned piece, an allreduce among that piece's owners (one
-    // per node, in node order), on rail local % rails.
+    // per node, in node order), on the piece's lane: every owner agrees on
+    // it, and with as many ranks per node as pieces, local rank j's traffic
+    // rides rail j mod rails.
     for (size_t piece = mine_first; piece < mine_last; ++piece) {
         std::vector<int> owners;
         for (int node = 0; node < v.map.nodes(); ++node) {
@@ -54,7 +56,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
             sub_args(a, Collective::allreduce, static_cast<int>(owners.size()), layout.count(piece), false);
         const Slice in{Buffer::scratch, node_sum.offset + off, layout.count(piece)};
         build_sub_collective(b, ar, owners, v.node, in, output_slice(layout.offset(piece), layout.count(piece)),
-                             v.local % v.map.rails);
+                             static_cast<int>(piece % 256));
     }
 
     // Phase 3: node-local allgather of the runs (sizes differ: directly).

@@ -1,0 +1,130 @@
+#include "transport/ucx/rail_workers.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+namespace loom {
+namespace {
+
+std::mutex registry_mutex;
+std::map<std::string, std::weak_ptr<RailWorkers>> &registry() {
+    static std::map<std::string, std::weak_ptr<RailWorkers>> r;
+    return r;
+}
+uint32_t comm_ids = 1;
+
+Status ucx_error(ucs_status_t s, const std::string &what) {
+    return fail(LOOM_ERR_TRANSPORT, what + ": " + ucs_status_string(s));
+}
+
+Status make_rail(const std::string &device, const std::string &tls, RailWorker *out) {
+    out->device = device;
+    ucp_config_t *config = nullptr;
+    ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+    if (s != UCS_OK) return ucx_error(s, "rail " + device + ": reading UCX's configuration");
+    // Never "all": loopback and bridges reachable from every host confuse
+    // UCX's reachability, and one device per context is what keeps a rail a rail.
+    s = ucp_config_modify(config, "NET_DEVICES", device.c_str());
+    if (s == UCS_OK && !tls.empty()) s = ucp_config_modify(config, "TLS", tls.c_str());
+    // Keepalive rounds wake idle workers for nothing.
+    if (s == UCS_OK) ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+    if (s != UCS_OK) {
+        ucp_config_release(config);
+        return ucx_error(s, "rail " + device + ": setting UCX's NET_DEVICES/TLS (ucx_tls = '" + tls + "')");
+    }
+    ucp_params_t params = {};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG;
+    s = ucp_init(&params, config, &out->context);
+    ucp_config_release(config);
+    if (s != UCS_OK)
+        return ucx_error(s, "rail " + device + ": UCX found no usable transport on device '" + device +
+                                "' with ucx_tls = '" + tls + "'");
+    ucp_worker_params_t wp = {};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    s = ucp_worker_create(out->context, &wp, &out->worker);
+    if (s != UCS_OK) return ucx_error(s, "rail " + device + ": creating a UCP worker");
+    ucp_address_t *address = nullptr;
+    size_t length = 0;
+    s = ucp_worker_get_address(out->worker, &address, &length);
+    if (s != UCS_OK) return ucx_error(s, "rail " + device + ": reading the worker's address");
+    out->address.assign(reinterpret_cast<const char *>(address), length);
+    ucp_worker_release_address(out->worker, address);
+    return LOOM_SUCCESS;
+}
+
+void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
+    // Forced: at the end of a job the peer may be gone already.
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void *req = ucp_ep_close_nbx(ep, &param);
+    if (!UCS_PTR_IS_PTR(req)) return;
+    for (int i = 0; i < 1000000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++i) ucp_worker_progress(worker);
+    ucp_request_free(req);
+}
+
+}  // namespace
+
+Status RailWorkers::get(const std::vector<std::string> &devices, const std::string &tls,
+                        std::shared_ptr<RailWorkers> *out) {
+    std::string key = tls;
+    for (const std::string &d : devices) key += "|" + d;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    if (auto existing = registry()[key].lock()) {
+        *out = existing;
+        return LOOM_SUCCESS;
+    }
+    std::shared_ptr<RailWorkers> made(new RailWorkers);
+    made->rails_.resize(devices.size());
+    for (size_t i = 0; i < devices.size(); ++i)
+        LOOM_RETURN_IF_ERROR(make_rail(devices[i], tls, &made->rails_[i]));
+    registry()[key] = made;
+    *out = made;
+    return LOOM_SUCCESS;
+}
+
+RailWorkers::~RailWorkers() {
+    for (RailWorker &r : rails_) {
+        for (auto &e : r.endpoints) close_endpoint(r.worker, e.second);
+        if (r.worker) ucp_worker_destroy(r.worker);
+        if (r.context) ucp_cleanup(r.context);
+    }
+}
+
+Status RailWorkers::endpoint(size_t rail, const std::string &remote_address, ucp_ep_h *out) {
+    RailWorker &r = rails_[rail];
+    auto it = r.endpoints.find(remote_address);
+    if (it != r.endpoints.end()) {
+        *out = it->second;
+        return LOOM_SUCCESS;
+    }
+    ucp_ep_params_t params = {};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t *>(remote_address.data());
+    ucp_ep_h ep = nullptr;
+    const ucs_status_t s = ucp_ep_create(r.worker, &params, &ep);
+    if (s != UCS_OK) return ucx_error(s, "rail " + r.device + ": connecting to a peer's worker");
+    r.endpoints.emplace(remote_address, ep);
+    *out = ep;
+    return LOOM_SUCCESS;
+}
+
+unsigned RailWorkers::progress() {
+    unsigned n = 0;
+    for (RailWorker &r : rails_) n += ucp_worker_progress(r.worker);
+    return n;
+}
+
+uint32_t RailWorkers::next_comm_id() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    return comm_ids;
+}
+
+void RailWorkers::reserve_comm_id(uint32_t id) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    comm_ids = std::max(comm_ids, id + 1);
+}
+
+}  // namespace loom

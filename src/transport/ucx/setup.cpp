@@ -1,0 +1,409 @@
+#include "transport/ucx/setup.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "machine.hpp"
+#include "runtime/communicator.hpp"
+#include "transport/ucx/ucx.hpp"
+
+namespace loom {
+namespace {
+
+// Tags of the set-up's own messages, below every collective's.
+constexpr uint32_t kHandshakeTag = UcxTransport::kMaxTag;
+constexpr uint32_t kProbeTag = UcxTransport::kMaxTag - 1;
+
+std::string host_name() {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// What one rank tells the others: per rail its IPv4 address and worker address.
+struct RankCard {
+    uint32_t comm_id = 0;
+    std::vector<std::string> ipv4, worker;
+};
+
+void put(std::string &out, const std::string &s) {
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    out.append(reinterpret_cast<const char *>(&n), sizeof n);
+    out += s;
+}
+
+bool get(const char *&at, const char *end, std::string *s) {
+    uint32_t n;
+    if (end - at < static_cast<long>(sizeof n)) return false;
+    std::memcpy(&n, at, sizeof n);
+    at += sizeof n;
+    if (end - at < static_cast<long>(n)) return false;
+    s->assign(at, n);
+    at += n;
+    return true;
+}
+
+std::string encode(const RankCard &c) {
+    std::string out(reinterpret_cast<const char *>(&c.comm_id), sizeof c.comm_id);
+    for (size_t r = 0; r < c.ipv4.size(); ++r) {
+        put(out, c.ipv4[r]);
+        put(out, c.worker[r]);
+    }
+    return out;
+}
+
+bool decode(const char *at, size_t bytes, size_t rails, RankCard *c) {
+    const char *end = at + bytes;
+    if (bytes < sizeof c->comm_id) return false;
+    std::memcpy(&c->comm_id, at, sizeof c->comm_id);
+    at += sizeof c->comm_id;
+    c->ipv4.resize(rails);
+    c->worker.resize(rails);
+    for (size_t r = 0; r < rails; ++r)
+        if (!get(at, end, &c->ipv4[r]) || !get(at, end, &c->worker[r])) return false;
+    return true;
+}
+
+bool is_loopback(const std::string &ipv4) { return ipv4.rfind("127.", 0) == 0; }
+
+// Rails from the parameter, or the NICs hwloc finds (auto). Empty: none.
+Status choose_rails(const std::string &param, std::vector<std::string> *names) {
+    names->clear();
+    if (param == "none" || param.empty()) return LOOM_SUCCESS;
+    if (param != "auto") return parse_rail_names(param, names);
+    MachineView view;
+    if (discover_machine(&view) != LOOM_SUCCESS) return LOOM_SUCCESS;
+    for (const MachineDevice &d : view.nics) {
+        std::string ip;
+        if (d.kind == "network" && interface_address(d.name, &ip) && !ip.empty() && !is_loopback(ip))
+            names->push_back(d.name);
+    }
+    return LOOM_SUCCESS;
+}
+
+uint64_t now_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+// The peer each rank greets on every rail: the next rank, in rank order,
+// on another node. Every rank computes everyone's, so it knows whom to expect.
+int greeted_by(const NodeMap &map, int rank) {
+    const int p = map.nranks();
+    for (int s = 1; s < p; ++s) {
+        const int q = (rank + s) % p;
+        if (map.node_of[q] != map.node_of[rank]) return q;
+    }
+    return -1;
+}
+
+// Posts one message per rail to the greeted peer and a receive per rail
+// from each rank that greets this one; waits for all of them, at most
+// `timeout_ms`. Returns per rail the nanoseconds until its receives finished.
+Status exchange_on_every_rail(UcxTransport &t, const NodeMap &map, int me, uint32_t tag, size_t bytes,
+                              long long timeout_ms, std::vector<uint64_t> *rail_ns) {
+    const size_t rails = t.rails();
+    const int to = greeted_by(map, me);
+    std::vector<int> from;
+    for (int q = 0; q < map.nranks(); ++q)
+        if (q != me && greeted_by(map, q) == me) from.push_back(q);
+    std::vector<unsigned char> out(bytes, 0x5a), in(bytes * from.size() * rails);
+    struct Posted {
+        TransportHandle h;
+        int rail;
+        bool recv, done;
+    };
+    std::vector<Posted> ops;
+    const uint64_t start = now_ns();
+    // Lane r with a message below the stripe threshold: on rail r alone.
+    for (size_t r = 0; r < rails; ++r) {
+        Route route;
+        route.lane = static_cast<int>(r);
+        for (size_t k = 0; k < from.size(); ++k) {
+            ops.push_back({{}, static_cast<int>(r), true, false});
+            LOOM_RETURN_IF_ERROR(
+                t.post_recv(in.data() + (r * from.size() + k) * bytes, bytes, from[k], tag, route, &ops.back().h));
+        }
+        if (to >= 0) {
+            ops.push_back({{}, static_cast<int>(r), false, false});
+            LOOM_RETURN_IF_ERROR(t.post_send(out.data(), bytes, to, tag, route, &ops.back().h));
+        }
+    }
+    rail_ns->assign(rails, 0);
+    size_t left = ops.size();
+    while (left) {
+        for (Posted &o : ops) {
+            if (o.done) continue;
+            unsigned char d = 0;
+            TransportHandle *hp = &o.h;
+            LOOM_RETURN_IF_ERROR(t.test_many(&hp, 1, &d, nullptr));
+            if (!d) continue;
+            o.done = true;
+            --left;
+            if (o.recv) (*rail_ns)[static_cast<size_t>(o.rail)] = now_ns() - start;
+        }
+        if (left && now_ns() - start > static_cast<uint64_t>(timeout_ms) * 1000000u) {
+            std::string which;
+            for (const Posted &o : ops)
+                if (!o.done) which += " " + t.rail_name(o.rail);
+            return fail(LOOM_ERR_TRANSPORT, "no answer within rail_timeout_ms = " + std::to_string(timeout_ms) +
+                                                " on rail(s)" + which);
+        }
+    }
+    return LOOM_SUCCESS;
+}
+
+// This rank's part: the rails, their workers, its card. Errors say what to fix.
+Status prepare(Communicator &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> *workers,
+               std::vector<double> *weights, RankCard *card) {
+    const Config &cfg = c.config();
+    if (names.size() > static_cast<size_t>(UcxTransport::kMaxRails))
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rails: at most " + std::to_string(UcxTransport::kMaxRails) +
+                                                          " rails, " + std::to_string(names.size()) + " named");
+    if (!cfg.raw(kParamRailWeights).empty())
+        LOOM_RETURN_IF_ERROR(parse_rail_weights(cfg.raw(kParamRailWeights), names.size(), weights));
+    for (const std::string &n : names) {
+        std::string ip;
+        if (!interface_address(n, &ip))
+            return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                        "rails: host " + host_name() + " has no network interface '" + n + "'");
+        if (ip.empty())
+            return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                        "rails: interface '" + n + "' on host " + host_name() + " has no IPv4 address");
+        card->ipv4.push_back(ip);
+    }
+    LOOM_RETURN_IF_ERROR(RailWorkers::get(names, cfg.raw(kParamUcxTls), workers));
+    for (size_t r = 0; r < names.size(); ++r) card->worker.push_back((*workers)->rail(r).address);
+    card->comm_id = RailWorkers::next_comm_id();
+    return LOOM_SUCCESS;
+}
+
+// Every remote node's rail r must be reached through this rank's rail r:
+// TCP's connect lets the routing table pick the source interface.
+Status check_routes(const std::vector<RankCard> &cards, const NodeMap &map, int me, const std::vector<std::string> &names) {
+    for (size_t r = 0; r < names.size(); ++r) {
+        const std::string &mine = cards[static_cast<size_t>(me)].ipv4[r];
+        for (int node = 0; node < map.nodes(); ++node) {
+            if (node == map.node_of[me]) continue;
+            const std::string &theirs = cards[static_cast<size_t>(map.members[node][0])].ipv4[r];
+            if (is_loopback(theirs) && is_loopback(mine)) continue;
+            std::string source;
+            LOOM_RETURN_IF_ERROR(route_source(theirs, &source));
+            if (source != mine)
+                return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                            "rails: traffic to " + theirs + " (rail " + names[r] + " of node " + std::to_string(node) +
+                                ") would leave through " + source + ", not " + names[r] + " (" + mine +
+                                "): give every rail a subnet of its own");
+        }
+    }
+    return LOOM_SUCCESS;
+}
+
+std::string describe(const std::vector<std::string> &names, const std::vector<double> &weights, bool probed) {
+    std::string s = std::to_string(names.size()) + " rail" + (names.size() == 1 ? "" : "s") + " over UCX:";
+    char w[32];
+    for (size_t r = 0; r < names.size(); ++r) {
+        std::snprintf(w, sizeof w, "%.2f", weights[r]);
+        s += " " + names[r] + " (weight " + w + ")";
+    }
+    return s + (probed ? ", weights measured" : ", weights given");
+}
+
+// The collective part, after every rank prepared successfully.
+Status connect(Communicator &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> workers,
+               std::vector<double> weights, const RankCard &mine, std::unique_ptr<UcxTransport> *made,
+               std::string *state) {
+    const int p = c.size(), me = c.rank();
+    const NodeMap &map = c.nodes();
+    const size_t rails = names.size();
+    const std::string blob = encode(mine);
+    int64_t longest = static_cast<int64_t>(blob.size());
+    LOOM_RETURN_IF_ERROR(c.allreduce_int64(&longest, 1, LOOM_MAX));
+    std::string padded = blob;
+    padded.resize(static_cast<size_t>(longest));
+    std::vector<char> all(static_cast<size_t>(longest) * static_cast<size_t>(p));
+    LOOM_RETURN_IF_ERROR(c.allgather_bytes(padded.data(), padded.size(), all.data()));
+    std::vector<RankCard> cards(static_cast<size_t>(p));
+    uint32_t comm_id = 0;
+    for (int q = 0; q < p; ++q) {
+        if (!decode(all.data() + static_cast<size_t>(q) * static_cast<size_t>(longest), static_cast<size_t>(longest),
+                    rails, &cards[static_cast<size_t>(q)]))
+            return fail(LOOM_ERR_TRANSPORT, "rails: rank " + std::to_string(q) + " sent an unreadable address card");
+        comm_id = std::max(comm_id, cards[static_cast<size_t>(q)].comm_id);
+    }
+    RailWorkers::reserve_comm_id(comm_id);
+    LOOM_RETURN_IF_ERROR(check_routes(cards, map, me, names));
+
+    UcxPeers peers;
+    peers.remote.assign(static_cast<size_t>(p), 0);
+    peers.endpoints.assign(static_cast<size_t>(p), std::vector<ucp_ep_h>(rails, nullptr));
+    for (int q = 0; q < p; ++q) {
+        if (map.node_of[q] == map.node_of[me]) continue;
+        peers.remote[static_cast<size_t>(q)] = 1;
+        for (size_t r = 0; r < rails; ++r)
+            LOOM_RETURN_IF_ERROR(workers->endpoint(r, cards[static_cast<size_t>(q)].worker[r],
+                                                   &peers.endpoints[static_cast<size_t>(q)][r]));
+    }
+    const Config &cfg = c.config();
+    UcxOptions options;
+    options.comm_id = comm_id;
+    const bool probe = weights.empty() && rails > 1 && cfg.integer(kParamRailProbeBytes) > 0;
+    options.weights = weights.empty() ? std::vector<double>(rails, 1.0) : weights;
+    options.stripe_min_bytes = static_cast<size_t>(cfg.integer(kParamRailStripeMinBytes));
+    std::unique_ptr<UcxTransport> t;
+    LOOM_RETURN_IF_ERROR(make_ucx_transport(workers, me, p, std::move(peers), options, &t));
+    const long long timeout = cfg.integer(kParamRailTimeoutMs);
+    std::vector<uint64_t> ns;
+    LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kHandshakeTag, 8, timeout, &ns));
+    if (probe) {
+        // Every rail at once, as striping will use them; the slowest rank's
+        // view of each rail decides, so every rank weighs alike.
+        const size_t bytes = static_cast<size_t>(cfg.integer(kParamRailProbeBytes));
+        LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kProbeTag, bytes, timeout, &ns));
+        std::vector<int64_t> slowest(ns.begin(), ns.end());
+        LOOM_RETURN_IF_ERROR(c.allreduce_int64(slowest.data(), rails, LOOM_MAX));
+        for (size_t r = 0; r < rails; ++r) options.weights[r] = 1.0 / static_cast<double>(std::max<int64_t>(slowest[r], 1));
+        double total = 0;
+        for (double w : options.weights) total += w;
+        for (double &w : options.weights) w /= total;
+        t->set_weights(options.weights);
+    }
+    *state = describe(names, t->weights(), probe);
+    *made = std::move(t);
+    return LOOM_SUCCESS;
+}
+
+}  // namespace
+
+bool interface_address(const std::string &name, std::string *ipv4) {
+    ipv4->clear();
+    if (if_nametoindex(name.c_str()) == 0) return false;
+    ifaddrs *list = nullptr;
+    if (getifaddrs(&list) != 0) return true;
+    for (ifaddrs *i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || name != i->ifa_name) continue;
+        char text[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr, text, sizeof text);
+        *ipv4 = text;
+        break;
+    }
+    freeifaddrs(list);
+    return true;
+}
+
+Status route_source(const std::string &ipv4, std::string *source) {
+    // A connected UDP socket sends nothing but asks the routing table.
+    sockaddr_in to = {};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(9);
+    if (inet_pton(AF_INET, ipv4.c_str(), &to.sin_addr) != 1)
+        return fail(LOOM_ERR_TRANSPORT, "rails: '" + ipv4 + "' is not an IPv4 address");
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) return fail(LOOM_ERR_TRANSPORT, "rails: cannot open a socket to ask for routes");
+    sockaddr_in from = {};
+    socklen_t len = sizeof from;
+    const bool ok = connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof to) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr *>(&from), &len) == 0;
+    close(fd);
+    if (!ok) return fail(LOOM_ERR_TRANSPORT, "rails: no route to " + ipv4);
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
+    *source = text;
+    return LOOM_SUCCESS;
+}
+
+Status parse_rail_names(const std::string &text, std::vector<std::string> *out) {
+    out->clear();
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = text.find(',', start);
+        const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (name.empty() || name.size() >= IF_NAMESIZE || name.find_first_of(" /") != std::string::npos)
+            return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                        "rails = '" + text + "': expected auto, none, or interface names separated by commas");
+        out->push_back(name);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return LOOM_SUCCESS;
+}
+
+Status parse_rail_weights(const std::string &text, size_t rails, std::vector<double> *out) {
+    out->clear();
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = text.find(',', start);
+        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        char *end = nullptr;
+        const double w = std::strtod(item.c_str(), &end);
+        if (item.empty() || !end || *end || !(w > 0) || !std::isfinite(w))
+            return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                        "rail_weights = '" + text + "': expected positive numbers separated by commas, one per rail");
+        out->push_back(w);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (out->size() != rails)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rail_weights = '" + text + "' gives " +
+                                                          std::to_string(out->size()) + " weights for " +
+                                                          std::to_string(rails) + " rails");
+    return LOOM_SUCCESS;
+}
+
+void set_up_rails(Communicator &c) {
+    if (c.nodes().nodes() < 2) return;
+    std::vector<std::string> names;
+    std::shared_ptr<RailWorkers> workers;
+    std::vector<double> weights;
+    RankCard card;
+    Status st = choose_rails(c.config().raw(kParamRails), &names);
+    std::string why = st == LOOM_SUCCESS ? "" : last_error_message();
+    // Every rank must take the same path: agree on the rail count first.
+    int64_t agree[2] = {st == LOOM_SUCCESS ? static_cast<int64_t>(names.size()) : -1, 0};
+    agree[1] = -agree[0];
+    if (c.allreduce_int64(agree, 2, LOOM_MIN) != LOOM_SUCCESS) return;
+    if (agree[0] == 0 && agree[1] == 0) return;  // no rails anywhere: nothing asked for
+    if (agree[0] != -agree[1] && why.empty()) why = "ranks found different numbers of rails";
+    if (why.empty()) {
+        st = prepare(c, names, &workers, &weights, &card);
+        if (st != LOOM_SUCCESS) why = last_error_message();
+    }
+    int64_t ok = why.empty() ? 1 : 0;
+    if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
+    std::string state;
+    if (ok) {
+        std::unique_ptr<UcxTransport> t;
+        st = connect(c, names, workers, weights, card, &t, &state);
+        if (st != LOOM_SUCCESS) why = last_error_message();
+        ok = st == LOOM_SUCCESS ? 1 : 0;
+        // A failure anywhere (a route, a handshake) leaves the rails out
+        // everywhere; agreed before any rank attaches them.
+        if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
+        if (ok) {
+            t->set_first_plan(c.retire_plans());
+            if (c.attach_rails(std::move(t), static_cast<int>(names.size()), state) != LOOM_SUCCESS) return;
+            if (c.config().integer(kParamVerbose) >= 1 && c.rank() == 0)
+                std::fprintf(stderr, "loom: %s\n", state.c_str());
+            return;
+        }
+        if (why.empty()) why = "another rank could not bring its rails up";
+    } else if (why.empty()) {
+        why = "another rank could not set its rails up";
+    }
+    c.rails_left_out(why);
+    if (c.rank() == 0 || why.find("another rank") == std::string::npos)
+        std::fprintf(stderr, "loom: rank %d: rails left out, the point-to-point transport carries messages between nodes: %s\n",
+                     c.rank(), why.c_str());
+}
+
+}  // namespace loom

@@ -1,0 +1,218 @@
+#include "transport/ucx/ucx.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace loom {
+namespace {
+
+constexpr uint64_t kWeightScale = 1u << 20;  // integer weights: every rank cuts alike
+
+uint32_t op_index(const TransportHandle *h) {
+    uint32_t i;
+    std::memcpy(&i, h->bytes, sizeof i);
+    return i;
+}
+
+}  // namespace
+
+UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int size, UcxPeers peers,
+                           const UcxOptions &options)
+    : workers_(std::move(workers)),
+      rank_(rank),
+      size_(size),
+      peers_(std::move(peers)),
+      comm_id_(options.comm_id),
+      stripe_min_(options.stripe_min_bytes),
+      first_plan_(options.first_plan),
+      counts_(workers_->count()) {
+    set_weights(options.weights);
+}
+
+void UcxTransport::set_weights(const std::vector<double> &weights) {
+    double total = 0;
+    for (double w : weights) total += w;
+    weights_.clear();
+    cumulative_.clear();
+    uint64_t sum = 0;
+    for (double w : weights) {
+        weights_.push_back(w / total);
+        // At least 1: a rail with a tiny weight still takes a sliver, and no cut divides by zero.
+        sum += std::max<uint64_t>(1, static_cast<uint64_t>(w / total * kWeightScale + 0.5));
+        cumulative_.push_back(sum);
+    }
+}
+
+UcxTransport::~UcxTransport() {
+    // Operations still posted (a failed collective) are cancelled: their
+    // buffers belong to the caller, who is going away.
+    for (Op &op : ops_) cancel(op);
+}
+
+void UcxTransport::cancel(Op &op) {
+    for (int k = 0; k < op.pieces; ++k)
+        if (op.requests[k]) {
+            ucp_request_cancel(workers_->worker(static_cast<size_t>(op.rail[k])), op.requests[k]);
+            ucp_request_free(op.requests[k]);
+            op.requests[k] = nullptr;
+        }
+    op.pieces = 0;
+}
+
+void UcxTransport::cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out) const {
+    out->clear();
+    const int rails = static_cast<int>(workers_->count());
+    if (rails == 1 || bytes < stripe_min_) {
+        out->emplace_back((lane < 0 ? 0 : lane) % rails, bytes);
+        return;
+    }
+    const uint64_t total = cumulative_.back();
+    size_t start = 0;
+    for (int r = 0; r < rails; ++r) {
+        const size_t end = static_cast<size_t>(static_cast<unsigned __int128>(bytes) * cumulative_[r] / total);
+        if (end > start) out->emplace_back(r, end - start);
+        start = end;
+    }
+}
+
+Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                          TransportHandle *h) {
+    uint32_t index;
+    if (!free_ops_.empty()) {
+        index = free_ops_.back();
+        free_ops_.pop_back();
+    } else {
+        index = static_cast<uint32_t>(ops_.size());
+        ops_.emplace_back();
+    }
+    std::memcpy(h->bytes, &index, sizeof index);
+    Op &op = ops_[index];
+    op.send = send;
+    op.peer = peer;
+    op.pieces = 0;
+    cut(bytes, route.lane, &pieces_);
+    ucp_request_param_t param = {};
+    char *at = static_cast<char *>(buf);
+    for (const auto &piece : pieces_) {
+        const int r = piece.first;
+        void *req;
+        if (send) {
+            req = ucp_tag_send_nbx(peers_.endpoints[static_cast<size_t>(peer)][static_cast<size_t>(r)], at,
+                                   piece.second, ucx_tag(rank_, tag), &param);
+            ++counts_[r].sent_messages;
+            counts_[r].sent_bytes += piece.second;
+        } else {
+            req = ucp_tag_recv_nbx(workers_->worker(static_cast<size_t>(r)), at, piece.second, ucx_tag(peer, tag),
+                                   ~uint64_t{0}, &param);
+            ++counts_[r].received_messages;
+            counts_[r].received_bytes += piece.second;
+        }
+        if (UCS_PTR_IS_ERR(req)) {
+            cancel(op);
+            free_ops_.push_back(index);
+            return fail(LOOM_ERR_TRANSPORT, std::string(send ? "send to" : "receive from") + " rank " +
+                                                std::to_string(peer) + " on rail " + workers_->rail(r).device +
+                                                " failed: " + ucs_status_string(UCS_PTR_STATUS(req)));
+        }
+        op.requests[op.pieces] = req;  // null: finished already
+        op.expected[op.pieces] = piece.second;
+        op.rail[op.pieces] = r;
+        ++op.pieces;
+        at += piece.second;
+    }
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                               TransportHandle *h) {
+    return post(true, const_cast<void *>(buf), bytes, peer, tag, route, h);
+}
+
+Status UcxTransport::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                               TransportHandle *h) {
+    return post(false, buf, bytes, peer, tag, route, h);
+}
+
+Status UcxTransport::check(Op &op, bool *finished) {
+    *finished = true;
+    for (int k = 0; k < op.pieces; ++k) {
+        void *req = op.requests[k];
+        if (!req) continue;
+        ucs_status_t s;
+        size_t length = op.expected[k];
+        if (op.send) {
+            s = ucp_request_check_status(req);
+        } else {
+            ucp_tag_recv_info_t info;
+            s = ucp_tag_recv_request_test(req, &info);
+            if (s == UCS_OK) length = info.length;
+        }
+        if (s == UCS_INPROGRESS) {
+            *finished = false;
+            continue;
+        }
+        ucp_request_free(req);
+        op.requests[k] = nullptr;
+        if (s != UCS_OK)
+            return fail(LOOM_ERR_TRANSPORT, std::string(op.send ? "send to" : "receive from") + " rank " +
+                                                std::to_string(op.peer) + " failed: " + ucs_status_string(s));
+        if (length != op.expected[k])
+            return fail(LOOM_ERR_TRANSPORT, "a message from rank " + std::to_string(op.peer) + " was " +
+                                                std::to_string(length) + " bytes where " +
+                                                std::to_string(op.expected[k]) + " were expected");
+    }
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {
+    // Every poll drives the workers, also for messages of calls not tested here.
+    const unsigned events = workers_->progress();
+    movements_ += events;
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t index = op_index(hs[i]);
+        bool finished = false;
+        const Status st = check(ops_[index], &finished);
+        if (st != LOOM_SUCCESS) {
+            cancel(ops_[index]);
+            free_ops_.push_back(index);
+            return st;
+        }
+        done[i] = finished;
+        if (finished) {
+            ops_[index].pieces = 0;
+            free_ops_.push_back(index);
+            any = true;
+        }
+    }
+    if (moved) *moved = events > 0 || any;
+    return LOOM_SUCCESS;
+}
+
+void UcxTransport::extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {
+    for (size_t r = 0; r < counts_.size(); ++r) {
+        const std::string rail = "rail" + std::to_string(r) + "_";
+        out->emplace_back(rail + "sent_messages", counts_[r].sent_messages);
+        out->emplace_back(rail + "sent_bytes", counts_[r].sent_bytes);
+        out->emplace_back(rail + "received_messages", counts_[r].received_messages);
+        out->emplace_back(rail + "received_bytes", counts_[r].received_bytes);
+    }
+}
+
+Status make_ucx_transport(std::shared_ptr<RailWorkers> workers, int rank, int size, UcxPeers peers,
+                          const UcxOptions &options, std::unique_ptr<UcxTransport> *out) {
+    const size_t rails = workers->count();
+    if (rails == 0 || rails > UcxTransport::kMaxRails)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rails: between 1 and " +
+                                                          std::to_string(UcxTransport::kMaxRails) + " rails, not " +
+                                                          std::to_string(rails));
+    if (options.weights.size() != rails)
+        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rail_weights: " + std::to_string(options.weights.size()) +
+                                                          " weights for " + std::to_string(rails) + " rails");
+    if (options.comm_id > 0xffff)
+        return fail(LOOM_ERR_TRANSPORT, "more than 65535 communicators used the rails in this process");
+    *out = std::make_unique<UcxTransport>(std::move(workers), rank, size, std::move(peers), options);
+    return LOOM_SUCCESS;
+}
+
+}  // namespace loom

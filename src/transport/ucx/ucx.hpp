@@ -1,0 +1,106 @@
+// The multi-rail transport: messages to ranks on other nodes over UCX, one
+// worker per rail. A message up to rail_stripe_min_bytes travels on its
+// lane's rail (lane mod rails: the node-aware plans give each local rank's
+// inter-node phase its own lane); a larger one is cut over every rail in
+// proportion to the rails' weights. Both sides of a message compute the
+// same cut from the same agreed weights, so receives need no header.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/ucx/rail_workers.hpp"
+
+namespace loom {
+
+struct UcxPeers {
+    // Per communicator rank: whether it is on another node (carried here),
+    // and its endpoint on each rail (null for ranks on this node).
+    std::vector<char> remote;
+    std::vector<std::vector<ucp_ep_h>> endpoints;
+};
+
+struct UcxOptions {
+    uint32_t comm_id = 0;
+    std::vector<double> weights;  // per rail, from the probe or rail_weights
+    size_t stripe_min_bytes = 64 << 10;
+    // Calls whose plan id is below this started before the rails came up:
+    // their messages stay on the transports they started with.
+    uint32_t first_plan = 0;
+};
+
+class UcxTransport;
+Status make_ucx_transport(std::shared_ptr<RailWorkers> workers, int rank, int size, UcxPeers peers,
+                          const UcxOptions &options, std::unique_ptr<UcxTransport> *out);
+
+class UcxTransport final : public Transport {
+  public:
+    static constexpr int kMaxRails = 8;
+    // Tags: communicator id (16 bits), sender (24), Loom's tag (24).
+    static constexpr uint32_t kMaxTag = (1u << 24) - 1;
+
+    UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int size, UcxPeers peers, const UcxOptions &options);
+    ~UcxTransport() override;
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const char *name() const override { return "ucx"; }
+    uint32_t max_tag() const override { return kMaxTag; }
+    int carries(int peer, size_t, const Route &route) const override {
+        return peers_.remote[static_cast<size_t>(peer)] && (route.plan >= first_plan_) ? 0 : -1;
+    }
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override;
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
+    bool oversubscribed() const override { return false; }
+    uint64_t data_movements() const override { return movements_; }
+    void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
+
+    size_t rails() const { return workers_->count(); }
+    const std::vector<double> &weights() const { return weights_; }
+    void set_first_plan(uint32_t id) { first_plan_ = id; }
+    // Every rank must set the same weights before messages are cut with them.
+    void set_weights(const std::vector<double> &weights);
+    const std::string &rail_name(int r) const { return workers_->rail(static_cast<size_t>(r)).device; }
+    // The pieces a message of `bytes` on `lane` is cut into: rail and
+    // length per piece, in order (empty pieces left out).
+    void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out) const;
+
+  private:
+    struct Op {
+        void *requests[kMaxRails];
+        size_t expected[kMaxRails];  // the piece's length, to catch short messages
+        int rail[kMaxRails];
+        int pieces = 0;
+        bool send = false;
+        int peer = 0;
+    };
+    Status post(bool send, void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h);
+    // Whether op `i` has finished; errors name the peer and the rail.
+    Status check(Op &op, bool *finished);
+    void cancel(Op &op);
+    uint64_t ucx_tag(int sender, uint32_t tag) const {
+        return (static_cast<uint64_t>(comm_id_ & 0xffff) << 48) | (static_cast<uint64_t>(sender & 0xffffff) << 24) |
+               (tag & kMaxTag);
+    }
+
+    std::shared_ptr<RailWorkers> workers_;
+    int rank_, size_;
+    UcxPeers peers_;
+    uint32_t comm_id_;
+    std::vector<double> weights_;
+    std::vector<uint64_t> cumulative_;  // integer weights' running sums, for exact cuts
+    size_t stripe_min_;
+    uint32_t first_plan_;
+    std::vector<Op> ops_;
+    std::vector<uint32_t> free_ops_;
+    std::vector<std::pair<int, size_t>> pieces_;  // scratch for cut()
+    uint64_t movements_ = 0;
+    struct RailCounts {
+        uint64_t sent_messages = 0, sent_bytes = 0, received_messages = 0, received_bytes = 0;
+    };
+    std::vector<RailCounts> counts_;
+};
+
+}  // namespace loom
