@@ -90,6 +90,10 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
                 t.node_ranks, (unsigned long long)t.shared_memory_sends, (unsigned long long)t.single_copy_sends,
                 (unsigned long long)t.point_to_point_sends);
         else printf("  MPI_COMM_WORLD transport: %s (point-to-point only)\n", t.name);
+        const char *rails = NULL;
+        if (loom_comm_rails_state(world, &rails) == LOOM_SUCCESS && rails && *rails)
+            printf("  MPI_COMM_WORLD rails: %s%s\n", rails,
+                   !strncmp(rails, "off:", 4) ? " (fell back to the PML between nodes)" : "");
         /* Every transport in the order messages try them, per lane. */
         for (int i = 0; i < t.transports; ++i) {
             const loom_transport_counters_t *c = &t.transport[i];
@@ -98,6 +102,12 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
                        c->name, l, (unsigned long long)c->lane[l].sent_messages,
                        (unsigned long long)c->lane[l].sent_bytes, (unsigned long long)c->lane[l].received_messages,
                        (unsigned long long)c->lane[l].received_bytes);
+            if (c->extras > 0) {
+                printf("    %-14s", c->name);
+                for (int e = 0; e < c->extras; ++e)
+                    printf(" %s=%llu", c->extra_name[e], (unsigned long long)c->extra_value[e]);
+                printf("\n");
+            }
         }
     }
     printf("  %-22s %10s %14s %10s  %s\n", "collective", "calls", "bytes", "fallbacks",

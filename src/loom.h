@@ -183,6 +183,14 @@ int loom_comm_node_info(loom_comm_t comm, int *node, int *nodes, int *local, int
 /* The node map as text ("2 nodes: [0 2] [1 3]"); valid until the next call. */
 int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
 
+/* The communicator's rails (the UCX transport between nodes): "" when none
+ * were asked for or the communicator is on one node; "N rails over UCX:
+ * NAME (weight W) ..." once they are up; "off: REASON" when bringing them up
+ * failed and the PML or MPI carries messages between nodes instead. With
+ * coll/loom they come up at the communicator's first blocking collective.
+ * The text stays valid until the next call from this thread. */
+int loom_comm_rails_state(loom_comm_t comm, const char **state);
+
 /* What carries a communicator's messages. The caller sets `version` to
  * LOOM_TRANSPORT_INFO_VERSION (any other value is refused with the reason).
  * `name` is "shared_memory" when the intra-node path is attached, else the

@@ -360,7 +360,9 @@ int loom_comm_set_nodes(loom_comm_t comm, const int *labels, int nranks, int rai
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!labels || nranks < 1) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: labels is NULL or empty");
     if (rails < 1 || rails > 64) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_nodes: rails must be 1..64");
-    return comm->impl->set_nodes(NodeMap::from_labels(std::vector<int>(labels, labels + nranks), rails));
+    NodeMap map = NodeMap::from_labels(std::vector<int>(labels, labels + nranks), rails);
+    map.emulated = !comm->impl->config().raw(kParamTopology).empty();  // coll/loom passes its topology on
+    return comm->impl->set_nodes(std::move(map));
 }
 
 int loom_topology_parse(const char *spec, int nranks, int *labels, int *rails) {
@@ -394,6 +396,15 @@ int loom_comm_describe_nodes(loom_comm_t comm, const char **text) {
     static thread_local std::string held;
     held = comm->impl->nodes().describe();
     *text = held.c_str();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_rails_state(loom_comm_t comm, const char **state) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_rails_state: state is NULL");
+    static thread_local std::string held;
+    held = comm->impl->rails_state();
+    *state = held.c_str();
     return LOOM_SUCCESS;
 }
 

@@ -13,6 +13,7 @@
 #include "core/datatype.hpp"
 #include "core/plan.hpp"
 #include "loom.h"
+#include "loom_config.h"
 #include "machine.hpp"
 #include "runtime/params.hpp"
 #include "select/call_spec.hpp"
@@ -148,6 +149,9 @@ int print_topology(int argc, char **argv) {
         const char *text = nullptr;
         loom_comm_describe_nodes(lc, &text);
         std::printf("Loom topology of MPI_COMM_WORLD (%d ranks): %s\n", size, text);
+        const char *rails_state = nullptr;
+        loom_comm_rails_state(lc, &rails_state);
+        std::printf("  rails: %s\n", rails_state && *rails_state ? rails_state : "none (one node, or rails=none)");
         for (int r = 0; r < size; ++r) std::printf("  %s\n", &all[sizeof line * r]);
         for (int r = 0; r < size; ++r)
             if (machines[sizeof machine * r]) std::printf("  %s\n", &machines[sizeof machine * r]);
@@ -195,6 +199,18 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--datatypes")) datatypes = true;
         else if (!std::strcmp(a, "-v") || !std::strcmp(a, "--version")) {
             std::printf("loom %d.%d.%d\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
+            std::printf("built with:%s%s\n",
+#ifdef LOOM_HAVE_UCX
+                        " ucx",
+#else
+                        "",
+#endif
+#ifdef LOOM_HAVE_HWLOC
+                        " hwloc"
+#else
+                        ""
+#endif
+            );
             return 0;
         } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
             usage(stdout);

@@ -77,6 +77,23 @@ run() {
             fi
             want="$want, single copy" ;;
     esac
+    # Rails asked for: up, and every rail carried bytes both ways on rank 0.
+    case "$*" in
+        *"coll_loom_rails "*)
+            nrails=$(echo "$*" | sed -n 's/.*coll_loom_rails \([^ ]*\).*/\1/p' | tr ',' '\n' | wc -l)
+            r=0
+            while [ "$r" -lt "$nrails" ]; do
+                if ! grep -q "MPI_COMM_WORLD rails: $nrails rails over UCX" "$log" ||
+                    ! grep -Eq "rail${r}_sent_bytes=[1-9][0-9]* .*rail${r}_received_bytes=[1-9]" "$log"; then
+                    echo "FAIL: np=$np $label: rail $r of $nrails did not carry bytes both ways"
+                    grep -A8 "MPI_COMM_WORLD" "$log"
+                    status=1
+                    return
+                fi
+                r=$((r + 1))
+            done
+            want="$want, $nrails rails" ;;
+    esac
     grep "failures" "$log"
     echo "PASS: np=$np $label (stats: $expect; transport: $want)"
 }
@@ -233,6 +250,19 @@ for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
         "allreduce=hier_leader reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
         --mca coll_loom_topology "$topo"
 done
+
+# The UCX rails through coll/loom (when built with UCX): 2 emulated nodes
+# with 2 rails over loopback, brought up at the first blocking collective;
+# every node-aware algorithm forced, and the default selection.
+if "$build/src/loom-info" --version | grep -q "built with:.* ucx"; then
+    rows 1 >"$log.rows"
+    while read -r row <&3; do
+        run_forced 4 "2 rails, topology nodes=2, " "$row" --mca coll_loom_topology nodes=2 \
+            --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp
+    done 3<"$log.rows"
+    run 4 "2 rails, topology nodes=2, default selection" "allreduce=hier_leader" \
+        --mca coll_loom_topology nodes=2 --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp
+fi
 
 # An invalid topology is reported and the machine's nodes are used (one
 # node here: the one-node rules, shared memory among both ranks).

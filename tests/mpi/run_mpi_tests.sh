@@ -77,6 +77,34 @@ for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
         status=1
     fi
 done
+# The UCX rails (when built with UCX): 2 rails over loopback between
+# emulated nodes, every algorithm forced, each rail carrying bytes both
+# ways; then bad rails, which leave the rails out with the reason named and
+# change no result.
+if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
+    for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
+        np=${spec%% *}
+        topo=${spec#* }
+        if ! collectives "$np" LOOM_TOPOLOGY="$topo" LOOM_RAILS=lo,lo LOOM_UCX_TLS=tcp LOOM_TEST_EXPECT_RAILS=2; then
+            echo "FAIL: test_mpi_collectives at np=$np with LOOM_TOPOLOGY=$topo over 2 UCX rails"
+            status=1
+        fi
+    done
+    for bad in "LOOM_RAILS=lo,no_such_rail|no network interface 'no_such_rail'" \
+        "LOOM_RAIL_WEIGHTS=2,x|rail_weights = '2,x': expected positive numbers" \
+        "LOOM_RAIL_WEIGHTS=1,2,3|rail_weights = '1,2,3' gives 3 weights for 2 rails"; do
+        setting=${bad%%|*}
+        want=${bad#*|}
+        case $setting in LOOM_RAILS=*) rails=$setting ;; *) rails=LOOM_RAILS=lo,lo ;; esac
+        if collectives 4 LOOM_TOPOLOGY=nodes=2 "$rails" "$setting" LOOM_UCX_TLS=tcp &&
+            grep -q "rails left out, the point-to-point transport carries messages between nodes: .*$want" "$tmp/run.out"; then
+            echo "PASS: $setting leaves the rails out with the reason named"
+        else
+            echo "FAIL: $setting: the rails were not left out with the reason '$want'"
+            status=1
+        fi
+    done
+fi
 # test_mpi_collectives leaves out only algorithms whose restrictions
 # exclude its communicator; each must have run somewhere above.
 never=$(LC_ALL=C sort -u "$tmp/forced" | LC_ALL=C comm -23 "$tmp/api" -)

@@ -68,11 +68,12 @@ void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
 }  // namespace
 
 Status RailWorkers::get(const std::vector<std::string> &devices, const std::string &tls,
-                        std::shared_ptr<RailWorkers> *out) {
+                        std::shared_ptr<RailWorkers> *out, bool shared) {
     std::string key = tls;
     for (const std::string &d : devices) key += "|" + d;
     std::lock_guard<std::mutex> lock(registry_mutex);
-    if (auto existing = registry()[key].lock()) {
+    if (!shared) key.clear();
+    if (auto existing = shared ? registry()[key].lock() : nullptr) {
         *out = existing;
         return LOOM_SUCCESS;
     }
@@ -80,7 +81,7 @@ Status RailWorkers::get(const std::vector<std::string> &devices, const std::stri
     made->rails_.resize(devices.size());
     for (size_t i = 0; i < devices.size(); ++i)
         LOOM_RETURN_IF_ERROR(make_rail(devices[i], tls, &made->rails_[i]));
-    registry()[key] = made;
+    if (shared) registry()[key] = made;
     *out = made;
     return LOOM_SUCCESS;
 }

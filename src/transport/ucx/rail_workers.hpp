@@ -26,8 +26,9 @@ class RailWorkers {
   public:
     // The process's workers for `devices` with UCX transports `tls`, made
     // on first use. Errors name the device and what UCX said.
+    // `shared` false: workers of its own (tests run several ranks in one process).
     static Status get(const std::vector<std::string> &devices, const std::string &tls,
-                      std::shared_ptr<RailWorkers> *out);
+                      std::shared_ptr<RailWorkers> *out, bool shared = true);
     ~RailWorkers();
     RailWorkers(const RailWorkers &) = delete;
     RailWorkers &operator=(const RailWorkers &) = delete;

@@ -75,11 +75,13 @@ bool decode(const char *at, size_t bytes, size_t rails, RankCard *c) {
 
 bool is_loopback(const std::string &ipv4) { return ipv4.rfind("127.", 0) == 0; }
 
-// Rails from the parameter, or the NICs hwloc finds (auto). Empty: none.
-Status choose_rails(const std::string &param, std::vector<std::string> *names) {
+// Rails from the parameter, or the NICs hwloc finds (auto; not between
+// emulated nodes, which share the machine's NICs). Empty: none.
+Status choose_rails(const std::string &param, bool emulated, std::vector<std::string> *names) {
     names->clear();
     if (param == "none" || param.empty()) return LOOM_SUCCESS;
     if (param != "auto") return parse_rail_names(param, names);
+    if (emulated) return LOOM_SUCCESS;
     MachineView view;
     if (discover_machine(&view) != LOOM_SUCCESS) return LOOM_SUCCESS;
     for (const MachineDevice &d : view.nics) {
@@ -366,7 +368,7 @@ void set_up_rails(Communicator &c) {
     std::shared_ptr<RailWorkers> workers;
     std::vector<double> weights;
     RankCard card;
-    Status st = choose_rails(c.config().raw(kParamRails), &names);
+    Status st = choose_rails(c.config().raw(kParamRails), c.nodes().emulated, &names);
     std::string why = st == LOOM_SUCCESS ? "" : last_error_message();
     // Every rank must take the same path: agree on the rail count first.
     int64_t agree[2] = {st == LOOM_SUCCESS ? static_cast<int64_t>(names.size()) : -1, 0};

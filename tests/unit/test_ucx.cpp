@@ -1,0 +1,218 @@
+// The UCX rails transport over loopback, two ranks in one process, each
+// with workers of its own on two rails: the transport contract (matching
+// order, zero-byte and large messages, truncation, many outstanding), the
+// cut of large messages by weight, lanes on their rails, and the rail
+// parameters' parsing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "transport/ucx/setup.hpp"
+#include "transport/ucx/ucx.hpp"
+
+namespace loom {
+namespace {
+
+struct Pair {
+    std::unique_ptr<UcxTransport> t[2];
+};
+
+// Two ranks on "different nodes", each seeing the other through both rails.
+Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 10, uint32_t first_plan = 0) {
+    Pair p;
+    std::shared_ptr<RailWorkers> w[2];
+    for (int r = 0; r < 2; ++r) {
+        const Status st = RailWorkers::get({"lo", "lo"}, "tcp", &w[r], /*shared=*/false);
+        EXPECT_EQ(st, LOOM_SUCCESS) << last_error_message();
+    }
+    for (int r = 0; r < 2; ++r) {
+        UcxPeers peers;
+        peers.remote = {r == 1 ? char(1) : char(0), r == 0 ? char(1) : char(0)};
+        peers.endpoints.assign(2, std::vector<ucp_ep_h>(2, nullptr));
+        for (size_t rail = 0; rail < 2; ++rail)
+            EXPECT_EQ(w[r]->endpoint(rail, w[1 - r]->rail(rail).address, &peers.endpoints[1 - r][rail]), LOOM_SUCCESS);
+        UcxOptions o;
+        o.comm_id = 7;
+        o.weights = weights;
+        o.stripe_min_bytes = stripe_min;
+        o.first_plan = first_plan;
+        EXPECT_EQ(make_ucx_transport(w[r], r, 2, std::move(peers), o, &p.t[r]), LOOM_SUCCESS);
+    }
+    return p;
+}
+
+// Tests every handle until all are done (both ranks progressed); fails after 20 s.
+Status wait_all(Pair &p, std::vector<std::pair<int, TransportHandle *>> ops) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!ops.empty()) {
+        for (size_t i = 0; i < ops.size();) {
+            unsigned char done = 0;
+            TransportHandle *h = ops[i].second;
+            LOOM_RETURN_IF_ERROR(p.t[ops[i].first]->test_many(&h, 1, &done, nullptr));
+            if (done) ops.erase(ops.begin() + static_cast<long>(i));
+            else ++i;
+        }
+        for (auto &t : p.t) {
+            unsigned char none;
+            LOOM_RETURN_IF_ERROR(t->test_many(nullptr, 0, &none, nullptr));
+        }
+        if (std::chrono::steady_clock::now() > deadline) return fail(LOOM_ERR_TRANSPORT, "timed out");
+    }
+    return LOOM_SUCCESS;
+}
+
+uint64_t counter(const UcxTransport &t, const std::string &name) {
+    std::vector<std::pair<std::string, uint64_t>> c;
+    t.extra_counters(&c);
+    for (auto &e : c)
+        if (e.first == name) return e.second;
+    return ~uint64_t{0};
+}
+
+TEST(UcxTransport, CarriesOnlyRanksOnOtherNodesAndCallsStartedAfterTheRailsCameUp) {
+    Pair p = make_pair({1, 1}, 64 << 10, /*first_plan=*/5);
+    Route before, after;
+    before.plan = 4;
+    after.plan = 5;
+    EXPECT_EQ(p.t[0]->carries(1, 100, after), 0);
+    EXPECT_EQ(p.t[0]->carries(1, 100, before), -1);
+    EXPECT_EQ(p.t[0]->carries(0, 100, after), -1);  // itself: same node
+    EXPECT_EQ(p.t[0]->carries(1, 100, Route{}), 0);  // outside cached plans
+}
+
+TEST(UcxTransport, MatchesInPostingOrderPerTag) {
+    Pair p = make_pair();
+    std::vector<int> out = {1, 2, 3}, in(3, 0);
+    TransportHandle hs[6];
+    std::vector<std::pair<int, TransportHandle *>> ops;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(p.t[1]->post_recv(&in[i], sizeof(int), 0, 9, Route{}, &hs[i]), LOOM_SUCCESS);
+        ops.push_back({1, &hs[i]});
+    }
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(p.t[0]->post_send(&out[i], sizeof(int), 1, 9, Route{}, &hs[3 + i]), LOOM_SUCCESS);
+        ops.push_back({0, &hs[3 + i]});
+    }
+    ASSERT_EQ(wait_all(p, ops), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(in, out);
+}
+
+TEST(UcxTransport, ZeroByteSmallAndStripedMessagesArriveWhole) {
+    Pair p = make_pair({2, 1});
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{3} << 20 | 7}) {
+        std::vector<unsigned char> out(bytes), in(bytes + 1, 0xee);
+        for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(i * 7 + 1);
+        TransportHandle s, r;
+        ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 3, Route{}, &r), LOOM_SUCCESS);
+        ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 3, Route{}, &s), LOOM_SUCCESS);
+        ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << bytes << ": " << last_error_message();
+        EXPECT_EQ(std::memcmp(in.data(), out.data(), bytes), 0) << bytes;
+        EXPECT_EQ(in[bytes], 0xee) << "wrote past the end at " << bytes;
+    }
+    // The striped messages (64 KiB and up) went two thirds on rail 0, one
+    // third on rail 1; the smaller ones on lane 0's rail, rail 0.
+    const double r1 = static_cast<double>(counter(*p.t[0], "rail1_sent_bytes"));
+    EXPECT_NEAR(r1, (65536 + (3 << 20 | 7)) / 3.0, 2.0);
+    EXPECT_EQ(counter(*p.t[0], "rail0_sent_bytes") + counter(*p.t[0], "rail1_sent_bytes"),
+              size_t{1} + 65535 + 65536 + (3 << 20 | 7));
+    EXPECT_EQ(counter(*p.t[1], "rail1_received_bytes"), counter(*p.t[0], "rail1_sent_bytes"));
+}
+
+TEST(UcxTransport, SmallMessagesRideTheirLanesRail) {
+    Pair p = make_pair();
+    char out[100] = "lane one", in[100] = {};
+    Route lane1;
+    lane1.lane = 3;  // lane 3 of 2 rails: rail 1
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in, sizeof in, 0, 4, lane1, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out, sizeof out, 1, 4, lane1, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_STREQ(in, "lane one");
+    EXPECT_EQ(counter(*p.t[0], "rail1_sent_bytes"), 100u);
+    EXPECT_EQ(counter(*p.t[0], "rail0_sent_bytes"), 0u);
+}
+
+TEST(UcxTransport, CutsByWeightExactlyAndAlike) {
+    Pair p = make_pair({3, 1}, 1000);
+    std::vector<std::pair<int, size_t>> pieces;
+    p.t[0]->cut(999, 1, &pieces);  // below the threshold: whole, on the lane's rail
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0], std::make_pair(1, size_t{999}));
+    p.t[0]->cut(4001, 0, &pieces);
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[0].second + pieces[1].second, 4001u);
+    EXPECT_NEAR(static_cast<double>(pieces[0].second), 3000.75, 1.0);
+    std::vector<std::pair<int, size_t>> theirs;
+    p.t[1]->cut(4001, 0, &theirs);
+    EXPECT_EQ(pieces, theirs);
+}
+
+TEST(UcxTransport, ReportsATruncatedAndAShortReceive) {
+    Pair p = make_pair();
+    char out[100] = {}, in[100] = {};
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in, 50, 0, 5, Route{}, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out, 100, 1, 5, Route{}, &s), LOOM_SUCCESS);
+    EXPECT_NE(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS);
+    Pair q = make_pair();
+    ASSERT_EQ(q.t[1]->post_recv(in, 100, 0, 6, Route{}, &r), LOOM_SUCCESS);
+    ASSERT_EQ(q.t[0]->post_send(out, 60, 1, 6, Route{}, &s), LOOM_SUCCESS);
+    EXPECT_NE(wait_all(q, {{0, &s}, {1, &r}}), LOOM_SUCCESS);
+    EXPECT_NE(std::string(last_error_message()).find("60 bytes where 100 were expected"), std::string::npos)
+        << last_error_message();
+}
+
+TEST(UcxTransport, ManyOutstandingBothWaysCompleteInAnyOrder) {
+    Pair p = make_pair({1, 2}, 4096);
+    std::mt19937 rng(11);
+    const int n = 200;
+    std::vector<std::vector<unsigned char>> out(2 * n), in(2 * n);
+    std::vector<TransportHandle> hs(4 * n);
+    std::vector<std::pair<int, TransportHandle *>> ops;
+    for (int i = 0; i < 2 * n; ++i) {
+        const int from = i % 2, to = 1 - from;
+        const size_t bytes = rng() % 20000;
+        out[i].resize(bytes);
+        for (auto &b : out[i]) b = static_cast<unsigned char>(rng());
+        in[i].assign(bytes, 0);
+        Route route;
+        route.lane = static_cast<int>(rng() % 4);
+        const uint32_t tag = static_cast<uint32_t>(i);
+        ASSERT_EQ(p.t[to]->post_recv(in[i].data(), bytes, from, tag, route, &hs[2 * i]), LOOM_SUCCESS);
+        ASSERT_EQ(p.t[from]->post_send(out[i].data(), bytes, to, tag, route, &hs[2 * i + 1]), LOOM_SUCCESS);
+        ops.push_back({to, &hs[2 * i]});
+        ops.push_back({from, &hs[2 * i + 1]});
+    }
+    std::shuffle(ops.begin(), ops.end(), rng);
+    ASSERT_EQ(wait_all(p, ops), LOOM_SUCCESS) << last_error_message();
+    for (int i = 0; i < 2 * n; ++i) EXPECT_EQ(in[i], out[i]) << i;
+}
+
+TEST(RailParameters, NamesAndWeightsParseOrSayWhatIsWrong) {
+    std::vector<std::string> names;
+    EXPECT_EQ(parse_rail_names("rail0,rail1", &names), LOOM_SUCCESS);
+    EXPECT_EQ(names, (std::vector<std::string>{"rail0", "rail1"}));
+    EXPECT_NE(parse_rail_names("rail0,,rail1", &names), LOOM_SUCCESS);
+    EXPECT_NE(std::string(last_error_message()).find("rails = 'rail0,,rail1'"), std::string::npos);
+    std::vector<double> w;
+    EXPECT_EQ(parse_rail_weights("2,1", 2, &w), LOOM_SUCCESS);
+    EXPECT_EQ(w, (std::vector<double>{2, 1}));
+    EXPECT_NE(parse_rail_weights("2,-1", 2, &w), LOOM_SUCCESS);
+    EXPECT_NE(parse_rail_weights("2", 2, &w), LOOM_SUCCESS);
+    EXPECT_NE(std::string(last_error_message()).find("rail_weights = '2' gives 1 weights for 2 rails"),
+              std::string::npos);
+    std::string ip;
+    EXPECT_TRUE(interface_address("lo", &ip));
+    EXPECT_EQ(ip, "127.0.0.1");
+    EXPECT_FALSE(interface_address("no_such_if0", &ip));
+    std::string source;
+    ASSERT_EQ(route_source("127.0.0.1", &source), LOOM_SUCCESS);
+    EXPECT_EQ(source, "127.0.0.1");
+}
+
+}  // namespace
+}  // namespace loom
