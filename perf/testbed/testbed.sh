@@ -5,7 +5,9 @@
 # management network for launch traffic. The bridges live in a separate
 # "switch" namespace, so nothing is routed to the root namespace.
 #
-#   testbed.sh up N R [RATE]   (RATE for tbf, default 200mbit; idempotent: re-creates)
+#   testbed.sh up N R [RATE]   (RATE for tbf, default 200mbit; "200mbit,100mbit" gives
+#                               rail k the k-th rate, the last repeating; idempotent: re-creates)
+#   testbed.sh rail-down NODE RAIL / rail-up NODE RAIL   (both ends of one rail link down / up)
 #   testbed.sh down            (removes all it created, also after a crash)
 #   testbed.sh run [mpirun args...]   (mpirun from node 0 across all nodes)
 #   testbed.sh exec NODE cmd...       (a command inside one node)
@@ -44,6 +46,13 @@ up() {
     echo "$n" >"$state/nodes"
     echo "$r" >"$state/rails"
     echo "$rate" >"$state/rate"
+    # Rail k's rate: the k-th of a comma list, the last one repeating.
+    k=0
+    while [ "$k" -lt "$r" ]; do
+        rate_k=$(echo "$rate" | awk -F, -v k="$k" '{ print (k < NF) ? $(k + 1) : $NF }')
+        echo "$rate_k" >"$state/rate$k"
+        k=$((k + 1))
+    done
     ip netns add "$sw"
     ip -n "$sw" link set lo up
     ip -n "$sw" link add br-mgmt type bridge
@@ -74,8 +83,8 @@ up() {
             ip -n "$node" addr add "10.78.$k.$((i + 1))/24" dev "rail$k"
             ip -n "$node" link set "rail$k" up
             ip -n "$sw" link set "r$i-$k-sw" master "br-rail$k" up
-            ip netns exec "$node" tc qdisc replace dev "rail$k" root tbf rate "$rate" burst 256kb latency 20ms
-            ip netns exec "$sw" tc qdisc replace dev "r$i-$k-sw" root tbf rate "$rate" burst 256kb latency 20ms
+            ip netns exec "$node" tc qdisc replace dev "rail$k" root tbf rate "$(cat "$state/rate$k")" burst 256kb latency 20ms
+            ip netns exec "$sw" tc qdisc replace dev "r$i-$k-sw" root tbf rate "$(cat "$state/rate$k")" burst 256kb latency 20ms
             k=$((k + 1))
         done
         # Its own hostname, in a UTS namespace kept alive by a bind mount.
@@ -92,6 +101,18 @@ up() {
         i=$((i + 1))
     done
     echo "testbed: $n nodes x $r rails at $rate up (state in $state)"
+}
+
+# rail_link NODE RAIL up|down: both ends of one rail's veth, as a cable
+# pulled or put back; addresses and shaping stay.
+rail_link() {
+    [ $# -eq 3 ] || die "usage: testbed.sh rail-down|rail-up NODE RAIL"
+    i=$1 k=$2
+    [ -e "$state/n$i.uts" ] || die "node n$i is not up"
+    [ "$k" -ge 0 ] && [ "$k" -lt "$(rails)" ] || die "rail $k: the testbed has rails 0..$(($(rails) - 1))"
+    ip -n "$name-n$i" link set "rail$k" "$3"
+    ip -n "$sw" link set "r$i-$k-sw" "$3"
+    echo "testbed: rail$k of n$i $3 at $(date +%H:%M:%S.%N | cut -c1-12)"
 }
 
 # Runs "$@" inside node $1: its network and hostname, its own /tmp, sysfs
@@ -156,11 +177,11 @@ check() {
     else
         echo "check: FAILED: ranks are not grouped by node:"; echo "$out"; return 1
     fi
-    rate=$(cat "$state/rate")
-    mbit=$(echo "$rate" | sed 's/mbit//')
     k=0
     status=0
     while [ "$k" -lt "$(rails)" ]; do
+        rate=$(cat "$state/rate$k")
+        mbit=$(echo "$rate" | sed 's/mbit//')
         t=$(run -np 2 --map-by node --mca btl_tcp_if_include "10.78.$k.0/24" "$build/perf/loom-bench" alltoall \
             -m 1048576:1048576 -i 4 -x 1 2>&1 | awk '/^1048576/ {print $2}')
         got=$(awk -v t="$t" 'BEGIN { if (t > 0) printf "%.0f", 1048576 * 8 / t; else print 0 }')  # Mbit/s
@@ -181,5 +202,7 @@ case ${1:-} in
     run) shift; run "$@" ;;
     exec) shift; in_node "$@" ;;
     check) check ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    rail-down) shift; rail_link "$@" down ;;
+    rail-up) shift; rail_link "$@" up ;;
+    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

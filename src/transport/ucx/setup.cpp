@@ -268,12 +268,20 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
     std::vector<uint64_t> ns;
     LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kHandshakeTag, 8, timeout, &ns));
     if (probe) {
-        // Every rail at once, as striping will use them; the slowest rank's
-        // view of each rail decides, so every rank weighs alike.
+        // Every rail at once, as striping will use them; the sum of every
+        // rank's time per rail decides, so every rank weighs alike.
+        // Started together (an allreduce as a barrier), so that a rank
+        // starting late does not read as a slow rail; every rank's times add up.
         const size_t bytes = static_cast<size_t>(cfg.integer(kParamRailProbeBytes));
+        int64_t barrier = 0;
+        LOOM_RETURN_IF_ERROR(c.allreduce_int64(&barrier, 1, LOOM_MAX));
         LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kProbeTag, bytes, timeout, &ns));
         std::vector<int64_t> slowest(ns.begin(), ns.end());
-        LOOM_RETURN_IF_ERROR(c.allreduce_int64(slowest.data(), rails, LOOM_MAX));
+        LOOM_RETURN_IF_ERROR(c.allreduce_int64(slowest.data(), rails, LOOM_SUM));
+        if (cfg.integer(kParamVerbose) >= 2)
+            for (size_t r = 0; r < rails; ++r)
+                std::fprintf(stderr, "loom[%d]: probe of %zu bytes on rail %s: %.3f ms here, %.3f ms summed over the ranks\n",
+                             me, bytes, names[r].c_str(), ns[r] / 1e6, slowest[r] / 1e6);
         for (size_t r = 0; r < rails; ++r) options.weights[r] = 1.0 / static_cast<double>(std::max<int64_t>(slowest[r], 1));
         double total = 0;
         for (double w : options.weights) total += w;
