@@ -99,11 +99,12 @@ class ProgramBuilder {
     StepId send(int peer, Slice src, const std::vector<StepId> &deps, int lane = 0) {
         return add(StepKind::send, peer, {}, src, deps.data(), deps.size(), lane);
     }
-    StepId recv(int peer, Slice dst, Deps deps = {}) {
-        return add(StepKind::recv, peer, dst, {}, deps.begin(), deps.size(), 0);
+    // A message's lane must be the same on both sides (its sender's and its receiver's step).
+    StepId recv(int peer, Slice dst, Deps deps = {}, int lane = 0) {
+        return add(StepKind::recv, peer, dst, {}, deps.begin(), deps.size(), lane);
     }
-    StepId recv(int peer, Slice dst, const std::vector<StepId> &deps) {
-        return add(StepKind::recv, peer, dst, {}, deps.data(), deps.size(), 0);
+    StepId recv(int peer, Slice dst, const std::vector<StepId> &deps, int lane = 0) {
+        return add(StepKind::recv, peer, dst, {}, deps.data(), deps.size(), lane);
     }
     StepId reduce(Slice dst, Slice src, Deps deps = {}) {
         return add(StepKind::reduce, -1, dst, src, deps.begin(), deps.size(), 0);

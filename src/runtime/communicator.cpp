@@ -1,6 +1,7 @@
 #include "runtime/communicator.hpp"
 
 #include "select/call_spec.hpp"
+#include "select/rules.hpp"
 
 #include <sched.h>
 
@@ -333,12 +334,24 @@ Status Communicator::allreduce_int64(int64_t *values, size_t n, loom_op_t op) {
     return run(a, call);
 }
 
+void Communicator::run_periodic(CollArgs &args, const CallData &call) {
+    complete_args(args, call.type, call.in_place);
+    const size_t bytes = message_bytes(args);
+    // Moved out while they run: they make blocking calls of their own.
+    std::vector<Periodic> now;
+    now.swap(periodic_);
+    for (Periodic &p : now)
+        if (bytes >= p.min_bytes && ++p.calls % p.every == 0) p.fn(*this, p.context);
+    now.swap(periodic_);
+}
+
 Status Communicator::run(CollArgs args, const CallData &call) {
     if (!deferred_.empty()) {
         std::vector<void (*)(Communicator &)> now;
         now.swap(deferred_);
         for (auto set_up : now) set_up(*this);
     }
+    if (!periodic_.empty()) run_periodic(args, call);
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = std::make_unique<Request>();

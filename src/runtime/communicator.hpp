@@ -97,6 +97,13 @@ class Communicator {
     // it runs at the start of the first blocking collective, which every
     // rank calls in the same order.
     void defer(void (*set_up)(Communicator &)) { deferred_.push_back(set_up); }
+    // A transport's agreement among the ranks (the rails' weights), run at
+    // the start of every `every`-th blocking collective of at least
+    // `min_bytes` (OSU's message size, equal on every rank): a point every
+    // rank reaches at the same call.
+    void every_blocking_call(uint64_t every, size_t min_bytes, void (*fn)(Communicator &, void *), void *context) {
+        periodic_.push_back({every, min_bytes, fn, context, 0});
+    }
     // Collectives over this communicator's present transports, for set-ups.
     Status allgather_bytes(const void *mine, size_t bytes, void *all);
     Status allreduce_int64(int64_t *values, size_t n, loom_op_t op);
@@ -187,6 +194,15 @@ class Communicator {
     std::string rails_state_;
     uint64_t rails_fallbacks_ = 0;
     std::vector<void (*)(Communicator &)> deferred_;
+    struct Periodic {
+        uint64_t every;
+        size_t min_bytes;
+        void (*fn)(Communicator &, void *);
+        void *context;
+        uint64_t calls;
+    };
+    std::vector<Periodic> periodic_;
+    void run_periodic(CollArgs &args, const CallData &call);
     NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };

@@ -97,6 +97,11 @@ const std::vector<ParamSpec> &param_table() {
          "How long bringing a rail up may wait for a peer before the rails are left out. Read when the "
          "communicator is created",
          1, 1LL << 31, Collective::allreduce},
+        {kParamRailRefreshCalls, "rail_refresh_calls", ParamType::integer, "8", 5,
+         "Every this many blocking collectives of at least rail_stripe_min_bytes, the ranks agree on new rail "
+         "weights from the rates striped messages arrived at (0: keep the first weights). Read when the "
+         "communicator is created",
+         0, 1LL << 30, Collective::allreduce},
     };
     return table;
 }

@@ -38,6 +38,7 @@ enum ParamId {
     kParamRailStripeMinBytes,
     kParamRailProbeBytes,
     kParamRailTimeoutMs,
+    kParamRailRefreshCalls,
     kParamCount
 };
 

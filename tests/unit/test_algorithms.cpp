@@ -525,5 +525,38 @@ TEST(AlgorithmRegistry, AtLeastThreeAlgorithmsPerCollectiveWithUniqueNames) {
     }
 }
 
+
+// The rails transport posts a receive on its lane's rail: every message's
+// lane must be the same in its sender's and its receiver's program, for
+// every algorithm (the node-aware ones give their inter-node phases lanes).
+TEST(AlgorithmLanes, EveryMessageHasTheSameLaneOnBothSides) {
+    int checked_lanes = 0;
+    for (const AlgorithmInfo *algo : all_algorithms()) {
+        for (const char *spec : {"nodes=2", "nodes=3,rails=2", "0,1,1,0,2,2,2;rails=2", "nodes=4"}) {
+            for (int p : {4, 7, 8}) {
+                NodeMap map;
+                if (NodeMap::parse(spec, p, &map) != LOOM_SUCCESS) continue;
+                for (size_t count : {size_t{1}, size_t{1000}}) {
+                    CollArgs a = make_args(*algo, p, count, false, 4);
+                    a.nodes = &map;
+                    if (!algo->not_applicable(a).empty()) continue;
+                    std::vector<Program> programs;
+                    for (int r = 0; r < p; ++r) programs.push_back(build_program(*algo, a, r));
+                    // Per (sender, receiver): the lanes of the sends and of the receives, in program order.
+                    std::map<std::pair<int, int>, std::vector<int>> sent, received;
+                    for (int r = 0; r < p; ++r)
+                        for (const Step &s : programs[r].steps) {
+                            if (s.kind == StepKind::send) sent[{r, s.peer}].push_back(s.lane);
+                            if (s.kind == StepKind::recv) received[{s.peer, r}].push_back(s.lane);
+                            checked_lanes += s.lane != 0;
+                        }
+                    EXPECT_EQ(sent, received) << algo->name << " " << spec << " " << a.describe();
+                }
+            }
+        }
+    }
+    EXPECT_GT(checked_lanes, 0) << "no algorithm used a lane other than 0";
+}
+
 }  // namespace
 }  // namespace loom::testing

@@ -25,13 +25,14 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     }
     for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], input_slice(0, block));
     // Phase 2: my block to my receiver on every other node; the remote
-    // blocks this rank receives, in node and rank order.
+    // blocks this rank receives, in node and rank order. Each rides its
+    // sender's local index as lane: local rank j's traffic on rail j.
     for (int node = 0; node < m.nodes(); ++node)
-        if (node != v.node) b.send(receiver(node, rank), input_slice(0, block));
+        if (node != v.node) b.send(receiver(node, rank), input_slice(0, block), {}, v.local);
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node) continue;
         for (int q : m.members[node])
-            if (receiver(v.node, q) == rank) b.recv(q, block_of(q));
+            if (receiver(v.node, q) == rank) b.recv(q, block_of(q), {}, m.local_index[q]);
     }
     // Phase 3: pass the remote blocks on within the node.
     for (int i = 1; i < v.k; ++i) {

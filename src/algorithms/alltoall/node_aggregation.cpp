@@ -50,12 +50,14 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     }
     // Phase 2: packs cross between the agents, one message per node pair.
     std::vector<Slice> arrived(m.nodes());
+    // The lane is the sending agent's local index: the agents of a node
+    // spread over its rails.
     for (int node = 0; node < m.nodes(); ++node)
-        if (node != v.node && agent(v.node, node) == rank) b.send(agent(node, v.node), pack[node]);
+        if (node != v.node && agent(v.node, node) == rank) b.send(agent(node, v.node), pack[node], {}, v.local);
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node || agent(v.node, node) != rank) continue;
         arrived[node] = b.scratch(m.members[node].size() * v.k * block);
-        b.recv(agent(node, v.node), arrived[node]);
+        b.recv(agent(node, v.node), arrived[node], {}, m.local_index[agent(node, v.node)]);
     }
     // Phase 3: the agent for node M hands each local rank its run of M's
     // blocks ([destination][source] order: one contiguous run per rank).

@@ -38,14 +38,15 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         for (int j = 0; j < v.k; ++j)
             if (v.members()[j] != rank) b.reduce(node_sum[r], landing[j]);
     }
-    // Phase 2: node-sums for ranks on other nodes go to their owners.
+    // Phase 2: node-sums for ranks on other nodes go to their owners, on
+    // the owner's local index as lane (the summers share it where nodes are even).
     for (int r = 0; r < p; ++r)
-        if (summer(v.node, r) == rank && r != rank) b.send(r, node_sum[r]);
+        if (summer(v.node, r) == rank && r != rank) b.send(r, node_sum[r], {}, m.local_index[r]);
     const size_t mine = blocks.count(rank);
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node) continue;
         const Slice remote = b.scratch(mine);
-        b.recv(summer(node, rank), remote);
+        b.recv(summer(node, rank), remote, {}, v.local);
         b.reduce(output_slice(0, mine), remote);
     }
 }

@@ -165,6 +165,44 @@ Status exchange_on_every_rail(UcxTransport &t, const NodeMap &map, int me, uint3
     return LOOM_SUCCESS;
 }
 
+// The ranks' moving estimates of each rail's rate, summed; new weights for
+// the calls that start from now on when a rail's share moved by more than
+// a tenth of itself (each new set of weights retires the cached plans).
+void refresh_weights(Communicator &c, void *context) {
+    UcxTransport &t = *static_cast<UcxTransport *>(context);
+    const size_t rails = t.rails();
+    const std::vector<double> rates = t.observed_rates();
+    std::vector<int64_t> sums(2 * rails, 0);
+    for (size_t r = 0; r < rails; ++r) {
+        sums[r] = static_cast<int64_t>(rates[r] / 1024);  // KiB/s
+        sums[rails + r] = rates[r] > 0 ? 1 : 0;
+    }
+    if (c.allreduce_int64(sums.data(), sums.size(), LOOM_SUM) != LOOM_SUCCESS) return;
+    std::vector<double> next(rails);
+    double total = 0;
+    for (size_t r = 0; r < rails; ++r) {
+        if (sums[rails + r] == 0 || sums[r] <= 0) return;  // a rail without samples yet
+        next[r] = static_cast<double>(sums[r]) / static_cast<double>(sums[rails + r]);
+        total += next[r];
+    }
+    bool moved = false;
+    for (size_t r = 0; r < rails; ++r) {
+        next[r] /= total;
+        moved |= std::fabs(next[r] - t.weights()[r]) > 0.1 * t.weights()[r];
+    }
+    if (!moved) return;
+    if (c.config().integer(kParamVerbose) >= 1 && c.rank() == 0) {
+        std::string text;
+        char w[32];
+        for (size_t r = 0; r < rails; ++r) {
+            std::snprintf(w, sizeof w, " %s %.2f", t.rail_name(static_cast<int>(r)).c_str(), next[r]);
+            text += w;
+        }
+        std::fprintf(stderr, "loom: rail weights now%s (from the rates striped messages arrived at)\n", text.c_str());
+    }
+    t.add_weights(c.retire_plans(), next);
+}
+
 // This rank's part: the rails, their workers, its card. Errors say what to fix.
 Status prepare(Communicator &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> *workers,
                std::vector<double> *weights, RankCard *card) {
@@ -401,7 +439,13 @@ void set_up_rails(Communicator &c) {
         if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
         if (ok) {
             t->set_first_plan(c.retire_plans());
+            UcxTransport *rails = t.get();
             if (c.attach_rails(std::move(t), static_cast<int>(names.size()), state) != LOOM_SUCCESS) return;
+            const long long every = c.config().integer(kParamRailRefreshCalls);
+            if (every > 0 && names.size() > 1 && c.config().raw(kParamRailWeights).empty())
+                c.every_blocking_call(static_cast<uint64_t>(every),
+                                      static_cast<size_t>(c.config().integer(kParamRailStripeMinBytes)),
+                                      refresh_weights, rails);
             if (c.config().integer(kParamVerbose) >= 1 && c.rank() == 0)
                 std::fprintf(stderr, "loom: %s\n", state.c_str());
             return;

@@ -1,12 +1,22 @@
 #include "transport/ucx/ucx.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+
+#include <sched.h>
 
 namespace loom {
 namespace {
 
 constexpr uint64_t kWeightScale = 1u << 20;  // integer weights: every rank cuts alike
+
+uint64_t now_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
 
 uint32_t op_index(const TransportHandle *h) {
     uint32_t i;
@@ -26,21 +36,32 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       stripe_min_(options.stripe_min_bytes),
       first_plan_(options.first_plan),
       counts_(workers_->count()) {
+    rates_.assign(workers_->count(), 0.0);
+    // As Open MPI does when told its ranks share cores: a poll that finds
+    // nothing done gives the core to the rank it waits for.
+    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+    yield_when_idle_ = yield && std::strcmp(yield, "1") == 0;
     set_weights(options.weights);
 }
 
 void UcxTransport::set_weights(const std::vector<double> &weights) {
+    weight_sets_.clear();
+    add_weights(0, weights);
+}
+
+void UcxTransport::add_weights(uint32_t first_plan, const std::vector<double> &weights) {
     double total = 0;
     for (double w : weights) total += w;
     weights_.clear();
-    cumulative_.clear();
+    WeightSet set{first_plan, {}};
     uint64_t sum = 0;
     for (double w : weights) {
         weights_.push_back(w / total);
         // At least 1: a rail with a tiny weight still takes a sliver, and no cut divides by zero.
         sum += std::max<uint64_t>(1, static_cast<uint64_t>(w / total * kWeightScale + 0.5));
-        cumulative_.push_back(sum);
+        set.cumulative.push_back(sum);
     }
+    weight_sets_.push_back(std::move(set));
 }
 
 UcxTransport::~UcxTransport() {
@@ -59,17 +80,21 @@ void UcxTransport::cancel(Op &op) {
     op.pieces = 0;
 }
 
-void UcxTransport::cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out) const {
+void UcxTransport::cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out, uint32_t plan) const {
     out->clear();
     const int rails = static_cast<int>(workers_->count());
     if (rails == 1 || bytes < stripe_min_) {
         out->emplace_back((lane < 0 ? 0 : lane) % rails, bytes);
         return;
     }
-    const uint64_t total = cumulative_.back();
+    // The newest weights that were in force when the plan was made.
+    size_t s = weight_sets_.size() - 1;
+    while (s > 0 && weight_sets_[s].first_plan > plan) --s;
+    const std::vector<uint64_t> &cumulative = weight_sets_[s].cumulative;
+    const uint64_t total = cumulative.back();
     size_t start = 0;
     for (int r = 0; r < rails; ++r) {
-        const size_t end = static_cast<size_t>(static_cast<unsigned __int128>(bytes) * cumulative_[r] / total);
+        const size_t end = static_cast<size_t>(static_cast<unsigned __int128>(bytes) * cumulative[r] / total);
         if (end > start) out->emplace_back(r, end - start);
         start = end;
     }
@@ -90,7 +115,9 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     op.send = send;
     op.peer = peer;
     op.pieces = 0;
-    cut(bytes, route.lane, &pieces_);
+    cut(bytes, route.lane, &pieces_, route.plan);
+    op.striped = !send && pieces_.size() > 1;
+    if (op.striped) op.posted_ns = now_ns();
     ucp_request_param_t param = {};
     char *at = static_cast<char *>(buf);
     for (const auto &piece : pieces_) {
@@ -153,6 +180,13 @@ Status UcxTransport::check(Op &op, bool *finished) {
         }
         ucp_request_free(req);
         op.requests[k] = nullptr;
+        if (op.striped && s == UCS_OK) {
+            // How fast this rail delivered its piece, all pieces having left together.
+            const double seconds = static_cast<double>(now_ns() - op.posted_ns) * 1e-9;
+            const double rate = static_cast<double>(length) / std::max(seconds, 1e-6);
+            double &estimate = rates_[static_cast<size_t>(op.rail[k])];
+            estimate = estimate == 0 ? rate : 0.75 * estimate + 0.25 * rate;
+        }
         if (s != UCS_OK)
             return fail(LOOM_ERR_TRANSPORT, std::string(op.send ? "send to" : "receive from") + " rank " +
                                                 std::to_string(op.peer) + " failed: " + ucs_status_string(s));
@@ -186,6 +220,7 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
         }
     }
     if (moved) *moved = events > 0 || any;
+    if (n > 0 && !any && yield_when_idle_) sched_yield();
     return LOOM_SUCCESS;
 }
 

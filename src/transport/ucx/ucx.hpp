@@ -58,22 +58,33 @@ class UcxTransport final : public Transport {
     void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
 
     size_t rails() const { return workers_->count(); }
+    // The weights the newest plans cut with (normalised to sum 1).
     const std::vector<double> &weights() const { return weights_; }
     void set_first_plan(uint32_t id) { first_plan_ = id; }
-    // Every rank must set the same weights before messages are cut with them.
+    // Replaces the newest weights (set-up: before any plan uses them).
     void set_weights(const std::vector<double> &weights);
+    // Calls whose plan id is `first_plan` or later cut with `weights`; calls
+    // already running keep theirs. Every rank must add the same weights at
+    // the same call.
+    void add_weights(uint32_t first_plan, const std::vector<double> &weights);
     const std::string &rail_name(int r) const { return workers_->rail(static_cast<size_t>(r)).device; }
-    // The pieces a message of `bytes` on `lane` is cut into: rail and
-    // length per piece, in order (empty pieces left out).
-    void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out) const;
+    // The pieces a message of `bytes` on `lane` of plan `plan` is cut into:
+    // rail and length per piece, in order (empty pieces left out).
+    void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out,
+             uint32_t plan = Route::kNoPlan) const;
+    // Per rail, the moving estimate of bytes per second that striped
+    // messages arrived at on this rank (0: none seen yet).
+    std::vector<double> observed_rates() const { return rates_; }
 
   private:
     struct Op {
         void *requests[kMaxRails];
         size_t expected[kMaxRails];  // the piece's length, to catch short messages
         int rail[kMaxRails];
+        uint64_t posted_ns = 0;
         int pieces = 0;
         bool send = false;
+        bool striped = false;
         int peer = 0;
     };
     Status post(bool send, void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h);
@@ -90,7 +101,15 @@ class UcxTransport final : public Transport {
     UcxPeers peers_;
     uint32_t comm_id_;
     std::vector<double> weights_;
-    std::vector<uint64_t> cumulative_;  // integer weights' running sums, for exact cuts
+    // Integer weights' running sums, for exact cuts alike on every rank,
+    // by the first plan id that uses them (oldest first).
+    struct WeightSet {
+        uint32_t first_plan;
+        std::vector<uint64_t> cumulative;
+    };
+    std::vector<WeightSet> weight_sets_;
+    std::vector<double> rates_;  // bytes per second per rail, moving estimate
+    bool yield_when_idle_ = false;
     size_t stripe_min_;
     uint32_t first_plan_;
     std::vector<Op> ops_;
