@@ -1,9 +1,11 @@
 #!/bin/sh
-# Cluster in a box, end to end: brings up 2 emulated nodes with 1 shaped
-# rail, runs a validated Loom collective across them through coll/loom
-# (2 ranks per node: shared memory within a node, TCP across), checks that
-# Loom saw 2 nodes, and tears the testbed down, also on failure. Skips (77)
-# with the reason where network namespaces are not permitted.
+# Cluster in a box, end to end: brings up 2 emulated nodes with 2 shaped
+# rails, runs a validated Loom collective across them through coll/loom
+# (2 ranks per node: shared memory within a node; across nodes Loom's UCX
+# rails when built with UCX, else the PML), checks that Loom saw 2 nodes and
+# that both rails carried bytes, and tears the testbed down, also on
+# failure. Skips (77) with the reason where network namespaces are not
+# permitted.
 set -u
 build=${top_builddir:-.}
 testbed="$(cd "$(dirname "$0")/../../perf/testbed" && pwd)/testbed.sh"
@@ -20,23 +22,35 @@ ip netns delete loomtest-probe
 so="$build/coll/.libs/mca_coll_loom.so"
 [ -f "$so" ] || { echo "SKIP: coll/loom was not built"; exit 77; }
 trap 'sh "$testbed" down >/dev/null 2>&1' EXIT INT TERM
-sh "$testbed" up 2 1 200mbit || { echo "FAIL: testbed up"; exit 1; }
+sh "$testbed" up 2 2 200mbit || { echo "FAIL: testbed up"; exit 1; }
+rails_args=""
+if "$LOOM_BUILD/src/loom-info" --version | grep -q "built with:.* ucx"; then
+    rails_args="--mca coll_loom_rails rail0,rail1 --mca coll_loom_ucx_tls tcp"
+fi
 ompi_dir=$(pkg-config --variable=libdir ompi-c 2>/dev/null)/openmpi3
 [ -d "$ompi_dir" ] || ompi_dir=$(pkg-config --variable=libdir ompi-c 2>/dev/null)/openmpi
 out=$(timeout 120 sh "$testbed" run -np 4 --map-by node \
     --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
-    --mca coll_loom_priority 100 --mca coll_loom_stats 1 \
-    "$LOOM_BUILD/perf/loom-bench" allreduce -m 8:65536 -i 5 -x 1 -c 2>&1)
+    --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args \
+    "$LOOM_BUILD/perf/loom-bench" allreduce -m 8:1048576 -i 5 -x 1 -c 2>&1)
 rc=$?
-echo "$out" | tail -14
+echo "$out" | tail -26
 status=0
 [ $rc -eq 0 ] || { echo "FAIL: loom-bench across the testbed exited $rc"; status=1; }
-[ "$(echo "$out" | grep -c Pass)" -eq 14 ] || { echo "FAIL: not every size validated"; status=1; }
+[ "$(echo "$out" | grep -c Pass)" -eq 18 ] || { echo "FAIL: not every size validated"; status=1; }
+if [ -n "$rails_args" ]; then
+    echo "$out" | grep -q "MPI_COMM_WORLD rails: 2 rails over UCX: rail0 .* rail1 " ||
+        { echo "FAIL: the rails did not come up"; status=1; }
+    for r in 0 1; do
+        echo "$out" | grep -Eq "rail${r}_sent_bytes=[1-9][0-9]* .*rail${r}_received_bytes=[1-9]" ||
+            { echo "FAIL: rail$r carried no bytes"; status=1; }
+    done
+fi
 echo "$out" | grep -q "allreduce  *[1-9][0-9]* .* 0 " ||
     { echo "FAIL: coll/loom did not handle the allreduces"; status=1; }
 echo "$out" | grep -q "shared_memory among 2 ranks" ||
     { echo "FAIL: Loom did not group the ranks by emulated node"; status=1; }
 # Grouping is checked; the rail rate is printed (a speed, not a verdict).
 sh "$testbed" check || { echo "FAIL: testbed check: ranks not grouped by node"; status=1; }
-[ $status -eq 0 ] && echo "PASS: a Loom allreduce across a 2-node testbed"
+[ $status -eq 0 ] && echo "PASS: a Loom allreduce across a 2-node testbed${rails_args:+ over 2 UCX rails}"
 exit $status
