@@ -294,7 +294,8 @@ rm -f "$rules"
 # cannot run there, so coll/loom hands its calls back and that run is
 # discarded; the rules file it writes is valid, and loom-info --explain
 # under it chooses the sweep's fastest algorithm (at 16 B here, and at every
-# size by its summary); the summary rates the fitted model too.
+# size by its summary); the summary has a line for the fitted model (whether
+# one can be fitted depends on the timings: a noisy sweep may leave none).
 tune=$(mktemp -d)
 if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" \
     -c allgather -m 8:4096 -r 2 -n 3 -o "$tune/out" -b "-i 20 -x 2" \
@@ -305,7 +306,7 @@ if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(di
     rules_hits=$(sed -n 's/^rules file (all repetitions), judged on them: *\([0-9]*\)\/\([0-9]*\) .*/\1 \2/p' "$tune/out/summary.txt")
     if [ -n "$fastest" ] && [ "$chosen" = "$fastest" ] && ls "$tune"/out/raw/allgather.recursive_doubling.*.handed-back >/dev/null 2>&1 &&
         ! grep -q "^allgather,recursive_doubling," "$tune/out/sweep.csv" && grep -q "^# quality" "$tune/out/summary.txt" &&
-        [ -n "$rules_hits" ] && [ "${rules_hits% *}" = "${rules_hits#* }" ] && grep -q "^the fitted model alone, on all repetitions" "$tune/out/summary.txt"; then
+        [ -n "$rules_hits" ] && [ "${rules_hits% *}" = "${rules_hits#* }" ] && grep -q "^the fitted model alone" "$tune/out/summary.txt"; then
         echo "PASS: loom-tune (fastest at 16 B: $fastest, chosen by its rules file)"
         # --no-run reanalyses the same raw files: the same figures, and the
         # load recorded during the sweep, not the load of the moment;
