@@ -50,6 +50,27 @@ echo "$out" | grep -q "allreduce  *[1-9][0-9]* .* 0 " ||
     { echo "FAIL: coll/loom did not handle the allreduces"; status=1; }
 echo "$out" | grep -q "shared_memory among 2 ranks" ||
     { echo "FAIL: Loom did not group the ranks by emulated node"; status=1; }
+# The node-aware algorithms forced, every collective's results checked by
+# test_component, across the nodes (over the rails when built with UCX).
+for forced in "hier_split hierarchical hierarchical node_aggregation" "hier_leader hierarchical hierarchical node_aggregation"; do
+    set -- $forced
+    matrix=$(timeout 300 sh "$testbed" run -np 4 --map-by node \
+        --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
+        --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args \
+        --mca coll_loom_allreduce_algorithm "$1" --mca coll_loom_reduce_scatter_algorithm "$2" \
+        --mca coll_loom_reduce_scatter_block_algorithm "$2" --mca coll_loom_allgather_algorithm "$3" \
+        --mca coll_loom_alltoall_algorithm "$4" "$LOOM_BUILD/tests/mpi/test_component" 2>&1)
+    if echo "$matrix" | grep -q "^test_component np=4: 0 failures" &&
+        echo "$matrix" | grep -Eq "^  allreduce +[1-9][0-9]* .* $1=[1-9]" &&
+        echo "$matrix" | grep -Eq "^  alltoall +[1-9][0-9]* .* $4=[1-9]" &&
+        { [ -z "$rails_args" ] || echo "$matrix" | grep -Eq "rail1_sent_bytes=[1-9]"; }; then
+        echo "PASS: test_component across the testbed with $1 / $2 / $3 / $4 forced${rails_args:+, over the rails}"
+    else
+        echo "FAIL: test_component across the testbed with $1 / $2 / $3 / $4 forced"
+        echo "$matrix" | tail -20
+        status=1
+    fi
+done
 # Grouping is checked; the rail rate is printed (a speed, not a verdict).
 sh "$testbed" check || { echo "FAIL: testbed check: ranks not grouped by node"; status=1; }
 [ $status -eq 0 ] && echo "PASS: a Loom allreduce across a 2-node testbed${rails_args:+ over 2 UCX rails}"
