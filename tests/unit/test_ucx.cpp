@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan.hpp"
 #include "transport/ucx/setup.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -134,6 +135,24 @@ TEST(UcxTransport, SmallMessagesRideTheirLanesRail) {
     EXPECT_STREQ(in, "lane one");
     EXPECT_EQ(counter(*p.t[0], "rail1_sent_bytes"), 100u);
     EXPECT_EQ(counter(*p.t[0], "rail0_sent_bytes"), 0u);
+}
+
+TEST(UcxTransport, CountsBytesPerCollectiveAndRail) {
+    Pair p = make_pair({1, 1}, 1000);
+    CollArgs alltoall;
+    alltoall.collective = Collective::alltoall;
+    p.t[0]->plan_added(5, 0, alltoall);
+    std::vector<char> out(3000, 1), in(3000, 0);
+    Route route;
+    route.plan = 5;
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), in.size(), 0, 4, route, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out.data(), out.size(), 1, 4, route, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(counter(*p.t[0], "alltoall_rail0_sent_bytes"), 1500u);
+    EXPECT_EQ(counter(*p.t[0], "alltoall_rail1_sent_bytes"), 1500u);
+    EXPECT_EQ(counter(*p.t[0], "allreduce_rail0_sent_bytes"), ~uint64_t{0});  // none: not listed
+    p.t[0]->plan_removed(5);
 }
 
 TEST(UcxTransport, CutsByWeightExactlyAndAlike) {

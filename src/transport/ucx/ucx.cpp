@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx.hpp"
 
+#include "core/plan.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -35,7 +37,8 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       comm_id_(options.comm_id),
       stripe_min_(options.stripe_min_bytes),
       first_plan_(options.first_plan),
-      counts_(workers_->count()) {
+      counts_(workers_->count()),
+      collective_bytes_(kCollectiveCount + 1, std::vector<uint64_t>(workers_->count(), 0)) {
     rates_.assign(workers_->count(), 0.0);
     // As Open MPI does when told its ranks share cores: a poll that finds
     // nothing done gives the core to the rank it waits for.
@@ -117,6 +120,11 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     op.pieces = 0;
     cut(bytes, route.lane, &pieces_, route.plan);
     op.striped = !send && pieces_.size() > 1;
+    int collective = kCollectiveCount;
+    if (send) {
+        auto known = plan_collective_.find(route.plan);
+        if (known != plan_collective_.end()) collective = known->second;
+    }
     if (op.striped) op.posted_ns = now_ns();
     ucp_request_param_t param = {};
     char *at = static_cast<char *>(buf);
@@ -128,6 +136,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
                                    piece.second, ucx_tag(rank_, tag), &param);
             ++counts_[r].sent_messages;
             counts_[r].sent_bytes += piece.second;
+            collective_bytes_[static_cast<size_t>(collective)][static_cast<size_t>(r)] += piece.second;
         } else {
             req = ucp_tag_recv_nbx(workers_->worker(static_cast<size_t>(r)), at, piece.second, ucx_tag(peer, tag),
                                    ~uint64_t{0}, &param);
@@ -224,7 +233,18 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     return LOOM_SUCCESS;
 }
 
+void UcxTransport::plan_added(uint32_t id, uint32_t, const CollArgs &args) {
+    plan_collective_[id] = static_cast<int>(args.collective);
+}
+
 void UcxTransport::extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {
+    // Per collective that used the rails: the bytes it sent on each.
+    for (int c = 0; c < kCollectiveCount; ++c)
+        for (size_t r = 0; r < counts_.size(); ++r)
+            if (collective_bytes_[static_cast<size_t>(c)][r])
+                out->emplace_back(std::string(collective_name(static_cast<Collective>(c))) + "_rail" +
+                                      std::to_string(r) + "_sent_bytes",
+                                  collective_bytes_[static_cast<size_t>(c)][r]);
     for (size_t r = 0; r < counts_.size(); ++r) {
         const std::string rail = "rail" + std::to_string(r) + "_";
         out->emplace_back(rail + "sent_messages", counts_[r].sent_messages);

@@ -7,6 +7,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/transport.hpp"
@@ -54,6 +55,10 @@ class UcxTransport final : public Transport {
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
     bool oversubscribed() const override { return false; }
+    // Plans tell which collective a message belongs to, for the per-collective counts.
+    bool follows_plans() const override { return true; }
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
+    void plan_removed(uint32_t id) override { plan_collective_.erase(id); }
     uint64_t data_movements() const override { return movements_; }
     void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
 
@@ -120,6 +125,9 @@ class UcxTransport final : public Transport {
         uint64_t sent_messages = 0, sent_bytes = 0, received_messages = 0, received_bytes = 0;
     };
     std::vector<RailCounts> counts_;
+    std::unordered_map<uint32_t, int> plan_collective_;  // plan id -> Collective
+    // Bytes sent per collective (index kCollectiveCount: outside collectives) and rail.
+    std::vector<std::vector<uint64_t>> collective_bytes_;
 };
 
 }  // namespace loom
