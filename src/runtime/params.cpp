@@ -89,6 +89,10 @@ const std::vector<ParamSpec> &param_table() {
          "Smallest message cut over every rail by weight; smaller ones travel on their lane's rail. Read when the "
          "communicator is created",
          0, 1LL << 40, Collective::allreduce},
+        {kParamRailMinBytes, "rail_min_bytes", ParamType::size, "16KiB", 5,
+         "Smallest message between nodes that the rails carry; smaller ones go through the PML or MPI. Read when "
+         "the communicator is created",
+         0, 1LL << 40, Collective::allreduce},
         {kParamRailProbeBytes, "rail_probe_bytes", ParamType::size, "1MiB", 5,
          "Bytes each rank sends on every rail at once when the rails come up, to weigh them (0: equal weights). Read "
          "when the communicator is created",

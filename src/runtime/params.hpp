@@ -36,6 +36,7 @@ enum ParamId {
     kParamUcxTls,
     kParamRailWeights,
     kParamRailStripeMinBytes,
+    kParamRailMinBytes,
     kParamRailProbeBytes,
     kParamRailTimeoutMs,
     kParamRailRefreshCalls,

@@ -23,7 +23,8 @@ struct Pair {
 };
 
 // Two ranks on "different nodes", each seeing the other through both rails.
-Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 10, uint32_t first_plan = 0) {
+Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 10, uint32_t first_plan = 0,
+               size_t min_bytes = 0) {
     Pair p;
     std::shared_ptr<RailWorkers> w[2];
     for (int r = 0; r < 2; ++r) {
@@ -41,6 +42,7 @@ Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 1
         o.weights = weights;
         o.stripe_min_bytes = stripe_min;
         o.first_plan = first_plan;
+        o.min_bytes = min_bytes;
         EXPECT_EQ(make_ucx_transport(w[r], r, 2, std::move(peers), o, &p.t[r]), LOOM_SUCCESS);
     }
     return p;
@@ -83,6 +85,9 @@ TEST(UcxTransport, CarriesOnlyRanksOnOtherNodesAndCallsStartedAfterTheRailsCameU
     EXPECT_EQ(p.t[0]->carries(1, 100, before), -1);
     EXPECT_EQ(p.t[0]->carries(0, 100, after), -1);  // itself: same node
     EXPECT_EQ(p.t[0]->carries(1, 100, Route{}), 0);  // outside cached plans
+    Pair q = make_pair({1, 1}, 64 << 10, 0, /*min_bytes=*/16384);
+    EXPECT_EQ(q.t[0]->carries(1, 16383, after), -1);  // small: left to the PML
+    EXPECT_EQ(q.t[0]->carries(1, 16384, after), 0);
 }
 
 TEST(UcxTransport, MatchesInPostingOrderPerTag) {

@@ -300,6 +300,7 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
     const bool probe = weights.empty() && rails > 1 && cfg.integer(kParamRailProbeBytes) > 0;
     options.weights = weights.empty() ? std::vector<double>(rails, 1.0) : weights;
     options.stripe_min_bytes = static_cast<size_t>(cfg.integer(kParamRailStripeMinBytes));
+    options.min_bytes = static_cast<size_t>(cfg.integer(kParamRailMinBytes));
     std::unique_ptr<UcxTransport> t;
     LOOM_RETURN_IF_ERROR(make_ucx_transport(workers, me, p, std::move(peers), options, &t));
     const long long timeout = cfg.integer(kParamRailTimeoutMs);

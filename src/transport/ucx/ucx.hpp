@@ -26,6 +26,8 @@ struct UcxOptions {
     uint32_t comm_id = 0;
     std::vector<double> weights;  // per rail, from the probe or rail_weights
     size_t stripe_min_bytes = 64 << 10;
+    // Smaller messages are left to the transports after this one (the PML, MPI).
+    size_t min_bytes = 0;
     // Calls whose plan id is below this started before the rails came up:
     // their messages stay on the transports they started with.
     uint32_t first_plan = 0;
@@ -47,8 +49,9 @@ class UcxTransport final : public Transport {
     int size() const override { return size_; }
     const char *name() const override { return "ucx"; }
     uint32_t max_tag() const override { return kMaxTag; }
-    int carries(int peer, size_t, const Route &route) const override {
-        return peers_.remote[static_cast<size_t>(peer)] && (route.plan >= first_plan_) ? 0 : -1;
+    // Both sides know a message's size, so leaving small ones out is decided alike.
+    int carries(int peer, size_t bytes, const Route &route) const override {
+        return peers_.remote[static_cast<size_t>(peer)] && bytes >= min_bytes_ && route.plan >= first_plan_ ? 0 : -1;
     }
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override;
@@ -115,7 +118,7 @@ class UcxTransport final : public Transport {
     std::vector<WeightSet> weight_sets_;
     std::vector<double> rates_;  // bytes per second per rail, moving estimate
     bool yield_when_idle_ = false;
-    size_t stripe_min_;
+    size_t stripe_min_, min_bytes_;
     uint32_t first_plan_;
     std::vector<Op> ops_;
     std::vector<uint32_t> free_ops_;
