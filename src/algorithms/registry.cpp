@@ -24,6 +24,7 @@ extern const AlgorithmInfo kAllgatherRecursiveDoubling;
 extern const AlgorithmInfo kAllgatherBruck;
 extern const AlgorithmInfo kAllgatherDirect;
 extern const AlgorithmInfo kAllgatherHierarchical;
+extern const AlgorithmInfo kAllgatherRailRing;
 extern const AlgorithmInfo kAlltoallPairwise;
 extern const AlgorithmInfo kAlltoallBruck;
 extern const AlgorithmInfo kAlltoallScattered;
@@ -51,6 +52,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllgatherBruck,
         &kAllgatherDirect,
         &kAllgatherHierarchical,
+        &kAllgatherRailRing,
         &kAlltoallPairwise,
         &kAlltoallBruck,
         &kAlltoallScattered,
