@@ -1,12 +1,13 @@
 #include "runtime/communicator.hpp"
 
+#include "core/clock.hpp"
+
 #include "select/call_spec.hpp"
 #include "select/rules.hpp"
 
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -214,14 +215,6 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
 }
-
-namespace {
-uint64_t now_ns() {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-}
-}  // namespace
 
 Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call, bool blocking) {
     started_any_ = true;

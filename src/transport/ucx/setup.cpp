@@ -7,11 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "core/clock.hpp"
 #include "machine.hpp"
 #include "runtime/communicator.hpp"
 #include "transport/ucx/ucx.hpp"
@@ -19,7 +19,8 @@
 namespace loom {
 namespace {
 
-// Tags of the set-up's own messages, below every collective's.
+// Tags of the set-up's own messages: the rails carry nothing else until
+// the set-up has ended.
 constexpr uint32_t kHandshakeTag = UcxTransport::kMaxTag;
 constexpr uint32_t kProbeTag = UcxTransport::kMaxTag - 1;
 
@@ -92,12 +93,6 @@ Status choose_rails(const std::string &param, bool emulated, std::vector<std::st
     return LOOM_SUCCESS;
 }
 
-uint64_t now_ns() {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-}
-
 // The peer each rank greets on every rail: the next rank, in rank order,
 // on another node. Every rank computes everyone's, so it knows whom to expect.
 int greeted_by(const NodeMap &map, int rank) {
@@ -158,8 +153,8 @@ Status exchange_on_every_rail(UcxTransport &t, const NodeMap &map, int me, uint3
             std::string which;
             for (const Posted &o : ops)
                 if (!o.done) which += " " + t.rail_name(o.rail);
-            return fail(LOOM_ERR_TRANSPORT, "no answer within rail_timeout_ms = " + std::to_string(timeout_ms) +
-                                                " on rail(s)" + which);
+            return fail(LOOM_ERR_TRANSPORT,
+                        "no answer within rail_timeout_ms = " + std::to_string(timeout_ms) + " on rail(s)" + which);
         }
     }
     return LOOM_SUCCESS;
@@ -230,7 +225,8 @@ Status prepare(Communicator &c, const std::vector<std::string> &names, std::shar
 
 // Every remote node's rail r must be reached through this rank's rail r:
 // TCP's connect lets the routing table pick the source interface.
-Status check_routes(const std::vector<RankCard> &cards, const NodeMap &map, int me, const std::vector<std::string> &names) {
+Status check_routes(const std::vector<RankCard> &cards, const NodeMap &map, int me,
+                    const std::vector<std::string> &names) {
     for (size_t r = 0; r < names.size(); ++r) {
         const std::string &mine = cards[static_cast<size_t>(me)].ipv4[r];
         for (int node = 0; node < map.nodes(); ++node) {
@@ -307,24 +303,23 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
     std::vector<uint64_t> ns;
     LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kHandshakeTag, 8, timeout, &ns));
     if (probe) {
-        // Every rail at once, as striping will use them; the sum of every
-        // rank's time per rail decides, so every rank weighs alike.
-        // Started together (an allreduce as a barrier), so that a rank
-        // starting late does not read as a slow rail; every rank's times add up.
+        // Every rail at once, as striping will use them, started together
+        // (an allreduce as a barrier) so that a rank starting late does not
+        // read as a slow rail. Every rank's times per rail are summed, so
+        // every rank weighs alike (set_weights normalises).
         const size_t bytes = static_cast<size_t>(cfg.integer(kParamRailProbeBytes));
         int64_t barrier = 0;
         LOOM_RETURN_IF_ERROR(c.allreduce_int64(&barrier, 1, LOOM_MAX));
         LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kProbeTag, bytes, timeout, &ns));
-        std::vector<int64_t> slowest(ns.begin(), ns.end());
-        LOOM_RETURN_IF_ERROR(c.allreduce_int64(slowest.data(), rails, LOOM_SUM));
+        std::vector<int64_t> summed(ns.begin(), ns.end());
+        LOOM_RETURN_IF_ERROR(c.allreduce_int64(summed.data(), rails, LOOM_SUM));
         if (cfg.integer(kParamVerbose) >= 2)
             for (size_t r = 0; r < rails; ++r)
-                std::fprintf(stderr, "loom[%d]: probe of %zu bytes on rail %s: %.3f ms here, %.3f ms summed over the ranks\n",
-                             me, bytes, names[r].c_str(), ns[r] / 1e6, slowest[r] / 1e6);
-        for (size_t r = 0; r < rails; ++r) options.weights[r] = 1.0 / static_cast<double>(std::max<int64_t>(slowest[r], 1));
-        double total = 0;
-        for (double w : options.weights) total += w;
-        for (double &w : options.weights) w /= total;
+                std::fprintf(stderr,
+                             "loom[%d]: probe of %zu bytes on rail %s: %.3f ms here, %.3f ms summed over the ranks\n",
+                             me, bytes, names[r].c_str(), ns[r] / 1e6, summed[r] / 1e6);
+        for (size_t r = 0; r < rails; ++r)
+            options.weights[r] = 1.0 / static_cast<double>(std::max<int64_t>(summed[r], 1));
         t->set_weights(options.weights);
     }
     *state = describe(names, t->weights(), probe);
@@ -371,36 +366,42 @@ Status route_source(const std::string &ipv4, std::string *source) {
     return LOOM_SUCCESS;
 }
 
+namespace {
+
+// The items of a comma list, empty ones kept (so that the callers refuse them).
+std::vector<std::string> comma_items(const std::string &text) {
+    std::vector<std::string> items;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) return items;
+        start = comma + 1;
+    }
+}
+
+}  // namespace
+
 Status parse_rail_names(const std::string &text, std::vector<std::string> *out) {
     out->clear();
-    size_t start = 0;
-    while (start <= text.size()) {
-        const size_t comma = text.find(',', start);
-        const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (const std::string &name : comma_items(text)) {
         if (name.empty() || name.size() >= IF_NAMESIZE || name.find_first_of(" /") != std::string::npos)
             return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
                         "rails = '" + text + "': expected auto, none, or interface names separated by commas");
         out->push_back(name);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
     }
     return LOOM_SUCCESS;
 }
 
 Status parse_rail_weights(const std::string &text, size_t rails, std::vector<double> *out) {
     out->clear();
-    size_t start = 0;
-    while (start <= text.size()) {
-        const size_t comma = text.find(',', start);
-        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (const std::string &item : comma_items(text)) {
         char *end = nullptr;
         const double w = std::strtod(item.c_str(), &end);
         if (item.empty() || !end || *end || !(w > 0) || !std::isfinite(w))
             return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
                         "rail_weights = '" + text + "': expected positive numbers separated by commas, one per rail");
         out->push_back(w);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
     }
     if (out->size() != rails)
         return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rail_weights = '" + text + "' gives " +
@@ -457,7 +458,8 @@ void set_up_rails(Communicator &c) {
     }
     c.rails_left_out(why);
     if (c.rank() == 0 || why.find("another rank") == std::string::npos)
-        std::fprintf(stderr, "loom: rank %d: rails left out, the point-to-point transport carries messages between nodes: %s\n",
+        std::fprintf(stderr,
+                     "loom: rank %d: rails left out, the point-to-point transport carries messages between nodes: %s\n",
                      c.rank(), why.c_str());
 }
 

@@ -1,9 +1,9 @@
 #include "transport/ucx/ucx.hpp"
 
+#include "core/clock.hpp"
 #include "core/plan.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,12 +13,6 @@ namespace loom {
 namespace {
 
 constexpr uint64_t kWeightScale = 1u << 20;  // integer weights: every rank cuts alike
-
-uint64_t now_ns() {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-}
 
 uint32_t op_index(const TransportHandle *h) {
     uint32_t i;
@@ -39,7 +33,7 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       min_bytes_(options.min_bytes),
       first_plan_(options.first_plan),
       counts_(workers_->count()),
-      collective_bytes_(kCollectiveCount + 1, std::vector<uint64_t>(workers_->count(), 0)) {
+      collective_bytes_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)) {
     rates_.assign(workers_->count(), 0.0);
     // As Open MPI does when told its ranks share cores: a poll that finds
     // nothing done gives the core to the rank it waits for.
@@ -121,10 +115,12 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     op.pieces = 0;
     cut(bytes, route.lane, &pieces_, route.plan);
     op.striped = !send && pieces_.size() > 1;
-    int collective = kCollectiveCount;
+    // Sends of a known plan count per collective too.
+    uint64_t *per_collective = nullptr;
     if (send) {
         auto known = plan_collective_.find(route.plan);
-        if (known != plan_collective_.end()) collective = known->second;
+        if (known != plan_collective_.end())
+            per_collective = collective_bytes_[static_cast<size_t>(known->second)].data();
     }
     if (op.striped) op.posted_ns = now_ns();
     ucp_request_param_t param = {};
@@ -137,7 +133,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
                                    piece.second, ucx_tag(rank_, tag), &param);
             ++counts_[r].sent_messages;
             counts_[r].sent_bytes += piece.second;
-            collective_bytes_[static_cast<size_t>(collective)][static_cast<size_t>(r)] += piece.second;
+            if (per_collective) per_collective[r] += piece.second;
         } else {
             req = ucp_tag_recv_nbx(workers_->worker(static_cast<size_t>(r)), at, piece.second, ucx_tag(peer, tag),
                                    ~uint64_t{0}, &param);
@@ -266,9 +262,9 @@ Status make_ucx_transport(std::shared_ptr<RailWorkers> workers, int rank, int si
                           const UcxOptions &options, std::unique_ptr<UcxTransport> *out) {
     const size_t rails = workers->count();
     if (rails == 0 || rails > UcxTransport::kMaxRails)
-        return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rails: between 1 and " +
-                                                          std::to_string(UcxTransport::kMaxRails) + " rails, not " +
-                                                          std::to_string(rails));
+        return fail(
+            LOOM_ERR_INVALID_PARAMETER_VALUE,
+            "rails: between 1 and " + std::to_string(UcxTransport::kMaxRails) + " rails, not " + std::to_string(rails));
     if (options.weights.size() != rails)
         return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, "rail_weights: " + std::to_string(options.weights.size()) +
                                                           " weights for " + std::to_string(rails) + " rails");

@@ -129,7 +129,7 @@ class UcxTransport final : public Transport {
     };
     std::vector<RailCounts> counts_;
     std::unordered_map<uint32_t, int> plan_collective_;  // plan id -> Collective
-    // Bytes sent per collective (index kCollectiveCount: outside collectives) and rail.
+    // Bytes sent per collective and rail (messages of known plans).
     std::vector<std::vector<uint64_t>> collective_bytes_;
 };
 
