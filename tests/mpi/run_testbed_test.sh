@@ -71,6 +71,19 @@ for forced in "hier_split hierarchical hierarchical node_aggregation" "hier_lead
         status=1
     fi
 done
+# rail-down / rail-up act on both ends of one rail, and only on it.
+link_state() { ip -n "$1" -br link show "$2" 2>/dev/null | awk '{print $2}'; }
+sh "$testbed" rail-down 1 1 >/dev/null
+down="$(link_state loomtest-n1 rail1) $(link_state loomtest-sw r1-1-sw) $(link_state loomtest-n1 rail0)"
+sh "$testbed" rail-up 1 1 >/dev/null
+sleep 1  # the carrier comes back a moment after both ends are up
+up="$(link_state loomtest-n1 rail1) $(link_state loomtest-sw r1-1-sw)"
+if [ "$down" = "DOWN DOWN UP" ] && [ "$up" = "UP UP" ]; then
+    echo "PASS: testbed rail-down / rail-up (both ends of rail1 of n1: $down, then $up)"
+else
+    echo "FAIL: testbed rail-down / rail-up: after down '$down', after up '$up'"
+    status=1
+fi
 # Grouping is checked; the rail rate is printed (a speed, not a verdict).
 sh "$testbed" check || { echo "FAIL: testbed check: ranks not grouped by node"; status=1; }
 [ $status -eq 0 ] && echo "PASS: a Loom allreduce across a 2-node testbed${rails_args:+ over 2 UCX rails}"

@@ -175,6 +175,19 @@ TEST(UcxTransport, CutsByWeightExactlyAndAlike) {
     EXPECT_EQ(pieces, theirs);
 }
 
+TEST(UcxTransport, NewWeightsApplyToLaterPlansOnly) {
+    Pair p = make_pair({1, 1}, 1000);
+    p.t[0]->add_weights(10, {3, 1});  // agreed at the call whose plan id is 10
+    std::vector<std::pair<int, size_t>> before, after;
+    p.t[0]->cut(4000, 0, &before, 9);
+    p.t[0]->cut(4000, 0, &after, 10);
+    ASSERT_EQ(before.size(), 2u);
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_EQ(before[0].second, 2000u);  // a call started earlier keeps the equal cut
+    EXPECT_EQ(after[0].second, 3000u);
+    EXPECT_NEAR(p.t[0]->weights()[0], 0.75, 1e-9);
+}
+
 TEST(UcxTransport, ReportsATruncatedAndAShortReceive) {
     Pair p = make_pair();
     char out[100] = {}, in[100] = {};
