@@ -86,6 +86,8 @@ class Communicator {
     // The rails' state: "" (none asked for), what attach_rails was told, or
     // why they were left out (each such communicator counts one fallback).
     const std::string &rails_state() const { return rails_state_; }
+    // A rail left out or back, with its time, after the rails' description.
+    void rails_changed(const std::string &event) { rails_state_ += "; " + event; }
     void rails_left_out(std::string why) {
         rails_state_ = "off: " + std::move(why);
         ++rails_fallbacks_;

@@ -101,10 +101,15 @@ const std::vector<ParamSpec> &param_table() {
          "How long bringing a rail up may wait for a peer before the rails are left out. Read when the "
          "communicator is created",
          1, 1LL << 31, Collective::allreduce},
+        {kParamRailStallMs, "rail_stall_ms", ParamType::integer, "2000", 5,
+         "How long a rank may hear nothing from a sender on a rail, beyond the time a message should take at the "
+         "rail's measured rate, before that rail counts as failed; its messages then go through the PML or MPI "
+         "(0: no failover). Read when the communicator is created",
+         0, 1LL << 31, Collective::allreduce},
         {kParamRailRefreshCalls, "rail_refresh_calls", ParamType::integer, "8", 5,
-         "Every this many blocking collectives of at least rail_stripe_min_bytes, the ranks agree on new rail "
-         "weights from the rates striped messages arrived at (0: keep the first weights). Read when the "
-         "communicator is created",
+         "Every this many blocking collectives of at least rail_stripe_min_bytes, the ranks agree on the rails: "
+         "a failed rail is left out, a rail left out comes back once it works again, new weights from the rates "
+         "striped messages arrived at (0: never; the first weights stay). Read when the communicator is created",
          0, 1LL << 30, Collective::allreduce},
     };
     return table;

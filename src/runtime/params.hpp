@@ -39,6 +39,7 @@ enum ParamId {
     kParamRailMinBytes,
     kParamRailProbeBytes,
     kParamRailTimeoutMs,
+    kParamRailStallMs,
     kParamRailRefreshCalls,
     kParamCount
 };

@@ -17,6 +17,7 @@ class Router final : public Transport {
     // Operations in flight keep their carrier: indices never change.
     void add_preferred(std::unique_ptr<Transport> t);
     const Transport &fallback() const { return *transports_.front().transport; }
+    Transport &fallback() { return *transports_.front().transport; }
     // Name, per-lane counts and the transport's own counts, in preference order.
     void report(std::vector<TransportCounters> *out) const;
 

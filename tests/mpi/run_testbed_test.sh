@@ -3,8 +3,8 @@
 # rails, runs a validated Loom collective across them through coll/loom
 # (2 ranks per node: shared memory within a node; across nodes Loom's UCX
 # rails when built with UCX, else the PML), checks that Loom saw 2 nodes and
-# that both rails carried bytes, and tears the testbed down, also on
-# failure. Skips (77) with the reason where network namespaces are not
+# that both rails carried bytes, survives a rail cut mid-run (with UCX),
+# and tears the testbed down, also on failure. Skips (77) with the reason where network namespaces are not
 # permitted.
 set -u
 build=${top_builddir:-.}
@@ -83,6 +83,25 @@ if [ "$down" = "DOWN DOWN UP" ] && [ "$up" = "UP UP" ]; then
 else
     echo "FAIL: testbed rail-down / rail-up: after down '$down', after up '$up'"
     status=1
+fi
+# A rail cut mid-run (with UCX): 30 validated 1 MiB allreduces, rail 1 of
+# node 1 down after the 8th and up after the 18th. Every result must be
+# right, the failure seen and the rail left out, then back and counted.
+if [ -n "$rails_args" ]; then
+    cut=$(timeout 300 sh "$(dirname "$testbed")/cut-rail.sh" 2 30 131072 8 18 1 1 $rails_args \
+        --mca coll_loom_rail_stall_ms 1000 --mca coll_loom_rail_refresh_calls 4 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && echo "$cut" | grep -q "^test_rail_failover np=2: 30 iterations, 0 wrong elements" &&
+        echo "$cut" | grep -q "loom: rank [01]: rail rail1 failed at " &&
+        echo "$cut" | grep -q "rails: .*failover through the pml; rail1 left out at .*; rail1 back at " &&
+        echo "$cut" | grep -Eq "rail1_failures=1 rail1_revivals=1 rail1_pieces_sent_below=[0-9]"; then
+        echo "PASS: a rail cut mid-run: every result right, rail1 left out and back"
+        echo "$cut" | grep "^loom\|^testbed"
+    else
+        echo "FAIL: a rail cut mid-run (exit $rc)"
+        echo "$cut" | tail -40
+        status=1
+    fi
 fi
 # Grouping is checked; the rail rate is printed (a speed, not a verdict).
 sh "$testbed" check || { echo "FAIL: testbed check: ranks not grouped by node"; status=1; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "transport/inprocess/inprocess.hpp"
 #include "transport/ucx/setup.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -19,12 +20,15 @@ namespace loom {
 namespace {
 
 struct Pair {
+    std::unique_ptr<InProcessFabric> fabric;
+    std::unique_ptr<Transport> below[2];  // what failover goes through
     std::unique_ptr<UcxTransport> t[2];
 };
 
-// Two ranks on "different nodes", each seeing the other through both rails.
+// Two ranks on "different nodes", each seeing the other through both rails;
+// with `stall_ms` > 0 they fail over through an in-process transport.
 Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 10, uint32_t first_plan = 0,
-               size_t min_bytes = 0) {
+               size_t min_bytes = 0, long stall_ms = 0) {
     Pair p;
     std::shared_ptr<RailWorkers> w[2];
     for (int r = 0; r < 2; ++r) {
@@ -36,7 +40,9 @@ Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 1
         peers.remote = {r == 1 ? char(1) : char(0), r == 0 ? char(1) : char(0)};
         peers.endpoints.assign(2, std::vector<ucp_ep_h>(2, nullptr));
         for (size_t rail = 0; rail < 2; ++rail)
-            EXPECT_EQ(w[r]->endpoint(rail, w[1 - r]->rail(rail).address, &peers.endpoints[1 - r][rail]), LOOM_SUCCESS);
+            EXPECT_EQ(w[r]->endpoint(rail, *w[r]->current(rail), w[1 - r]->current(rail)->address,
+                                     &peers.endpoints[1 - r][rail]),
+                      LOOM_SUCCESS);
         UcxOptions o;
         o.comm_id = 7;
         o.weights = weights;
@@ -44,6 +50,14 @@ Pair make_pair(std::vector<double> weights = {1, 1}, size_t stripe_min = 64 << 1
         o.first_plan = first_plan;
         o.min_bytes = min_bytes;
         EXPECT_EQ(make_ucx_transport(w[r], r, 2, std::move(peers), o, &p.t[r]), LOOM_SUCCESS);
+    }
+    if (stall_ms > 0) {
+        p.fabric = std::make_unique<InProcessFabric>(2);
+        for (int r = 0; r < 2; ++r) {
+            p.below[r] = p.fabric->endpoint(r);
+            EXPECT_EQ(p.t[r]->fail_over_through(p.below[r].get(), static_cast<uint64_t>(stall_ms) * 1000000u),
+                      LOOM_SUCCESS);
+        }
     }
     return p;
 }
@@ -204,7 +218,9 @@ TEST(UcxTransport, ReportsATruncatedAndAShortReceive) {
 }
 
 TEST(UcxTransport, ManyOutstandingBothWaysCompleteInAnyOrder) {
-    Pair p = make_pair({1, 2}, 4096);
+  for (long stall_ms : {0L, 60000L}) {
+    SCOPED_TRACE(stall_ms ? "with failover" : "without failover");
+    Pair p = make_pair({1, 2}, 4096, 0, 0, stall_ms);
     std::mt19937 rng(11);
     const int n = 200;
     std::vector<std::vector<unsigned char>> out(2 * n), in(2 * n);
@@ -227,6 +243,113 @@ TEST(UcxTransport, ManyOutstandingBothWaysCompleteInAnyOrder) {
     std::shuffle(ops.begin(), ops.end(), rng);
     ASSERT_EQ(wait_all(p, ops), LOOM_SUCCESS) << last_error_message();
     for (int i = 0; i < 2 * n; ++i) EXPECT_EQ(in[i], out[i]) << i;
+    if (stall_ms) {
+        EXPECT_EQ(counter(*p.t[0], "rail0_pieces_sent_below") + counter(*p.t[0], "rail1_pieces_sent_below"), 0u);
+        EXPECT_EQ(p.fabric->undelivered(), 0u);  // every answer was received
+    }
+  }
+}
+
+// A striped message whose receiver's rail 1 failed before it was posted:
+// rail 0's piece comes on rail 0, rail 1's below; the sender, whose send on
+// rail 1 may still hold the buffer, stops driving that rail.
+TEST(UcxFailover, AReceiversFailedRailsPieceComesBelow) {
+    Pair p = make_pair({1, 1}, 64 << 10, 0, 0, /*stall_ms=*/60000);
+    const size_t bytes = (1 << 20) + 3;
+    std::vector<unsigned char> out(bytes), in(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(i * 13 + 5);
+    p.t[1]->rail_failed(1, "test");
+    EXPECT_TRUE(p.t[1]->rail_down(1));
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 8, Route{}, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 8, Route{}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(counter(*p.t[1], "rail1_pieces_received_below"), 1u);
+    EXPECT_EQ(counter(*p.t[0], "rail1_pieces_sent_below"), 1u);
+    EXPECT_EQ(counter(*p.t[0], "rail0_pieces_sent_below"), 0u);
+    EXPECT_EQ(counter(*p.t[1], "rail1_failures"), 1u);
+    ASSERT_EQ(p.t[1]->rail_events().size(), 1u);
+    EXPECT_FALSE(p.t[1]->rail_events()[0].up);
+    // Later messages on the failed rail's lane go below at once, rail 0's on rail 0.
+    Route lane1;
+    lane1.lane = 1;
+    char small_out[100] = "lane one", small_in[100] = {};
+    ASSERT_EQ(p.t[1]->post_recv(small_in, sizeof small_in, 0, 9, lane1, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(small_out, sizeof small_out, 1, 9, lane1, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_STREQ(small_in, "lane one");
+    EXPECT_EQ(counter(*p.t[1], "rail1_pieces_received_below"), 2u);
+    EXPECT_EQ(p.fabric->undelivered(), 0u);
+}
+
+// The sender's rail failed: its piece never leaves on it, the receiver hears
+// nothing on rail 1 for rail_stall_ms beyond the piece's time, fails the
+// rail too, and asks for the piece below.
+TEST(UcxFailover, ASilentRailFailsAtTheReceiverAfterTheStallTime) {
+    Pair p = make_pair({1, 1}, 64 << 10, 0, 0, /*stall_ms=*/200);
+    const size_t bytes = 256 << 10;
+    std::vector<unsigned char> out(bytes), in(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(i * 3 + 1);
+    p.t[0]->rail_failed(1, "test");
+    TransportHandle s, r;
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 8, Route{}, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 8, Route{}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+    EXPECT_EQ(in, out);
+    EXPECT_TRUE(p.t[1]->rail_down(1));
+    EXPECT_FALSE(p.t[1]->rail_down(0));
+    EXPECT_EQ(counter(*p.t[1], "rail1_pieces_received_below"), 1u);
+    EXPECT_EQ(counter(*p.t[1], "rail0_pieces_received_below"), 0u);
+}
+
+// A receiver that gives up on a rail while the sender is merely late: the
+// sender, answered before its piece left, sends it below too and stops
+// driving its rail (its send may still read the buffer). Nothing is lost.
+TEST(UcxFailover, ALateSenderIsAnsweredAndSendsBelow) {
+    Pair p = make_pair({1, 1}, 64 << 10, 0, 0, /*stall_ms=*/60000);
+    const size_t bytes = 300000;
+    std::vector<unsigned char> out(bytes, 0x42), in(bytes, 0);
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 8, Route{}, &r), LOOM_SUCCESS);
+    p.t[1]->rail_failed(0, "test");
+    p.t[1]->rail_failed(1, "test");
+    {
+        unsigned char done = 0;
+        TransportHandle *h = &r;
+        ASSERT_EQ(p.t[1]->test_many(&h, 1, &done, nullptr), LOOM_SUCCESS);  // answers: both pieces below
+        ASSERT_EQ(done, 0);
+    }
+    ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 8, Route{}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(counter(*p.t[0], "rail0_pieces_sent_below") + counter(*p.t[0], "rail1_pieces_sent_below"), 2u);
+}
+
+TEST(UcxFailover, RailsLeftOutTakeNothingFromLaterPlans) {
+    Pair p = make_pair({1, 1}, 1000);
+    p.t[0]->add_weights(10, {1, 0});
+    std::vector<std::pair<int, size_t>> pieces;
+    p.t[0]->cut(4000, 0, &pieces, 10);
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0], std::make_pair(0, size_t{4000}));
+    p.t[0]->cut(100, 1, &pieces, 10);  // lane 1's rail is out: rail 0
+    EXPECT_EQ(pieces[0].first, 0);
+    p.t[0]->cut(4000, 0, &pieces, 9);  // a call started before keeps both
+    EXPECT_EQ(pieces.size(), 2u);
+    EXPECT_TRUE(p.t[0]->rail_left_out(1));
+    EXPECT_FALSE(p.t[0]->rail_left_out(0));
+    Route later;
+    later.plan = 11;
+    EXPECT_EQ(p.t[0]->carries(1, 4000, later), 0);
+    p.t[0]->add_weights(12, {0, 0});  // every rail out: the PML or MPI carries all
+    later.plan = 12;
+    EXPECT_EQ(p.t[0]->carries(1, 4000, later), -1);
+    p.t[0]->add_weights(13, {1, 1});
+    later.plan = 13;
+    EXPECT_EQ(p.t[0]->carries(1, 4000, later), 0);
 }
 
 TEST(RailParameters, NamesAndWeightsParseOrSayWhatIsWrong) {

@@ -17,7 +17,26 @@ Status ucx_error(ucs_status_t s, const std::string &what) {
     return fail(LOOM_ERR_TRANSPORT, what + ": " + ucs_status_string(s));
 }
 
-Status make_rail(const std::string &device, const std::string &tls, RailWorker *out) {
+Status make_worker(Rail &rail, std::shared_ptr<RailWorker> *out) {
+    auto w = std::make_shared<RailWorker>();
+    ucp_worker_params_t wp = {};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    ucs_status_t s = ucp_worker_create(rail.context, &wp, &w->handle);
+    if (s != UCS_OK) return ucx_error(s, "rail " + rail.device + ": creating a UCP worker");
+    rail.all.push_back(w);
+    ucp_address_t *address = nullptr;
+    size_t length = 0;
+    s = ucp_worker_get_address(w->handle, &address, &length);
+    if (s != UCS_OK) return ucx_error(s, "rail " + rail.device + ": reading the worker's address");
+    w->address.assign(reinterpret_cast<const char *>(address), length);
+    ucp_worker_release_address(w->handle, address);
+    rail.current = w;
+    *out = w;
+    return LOOM_SUCCESS;
+}
+
+Status make_rail(const std::string &device, const std::string &tls, Rail *out) {
     out->device = device;
     ucp_config_t *config = nullptr;
     ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
@@ -40,18 +59,8 @@ Status make_rail(const std::string &device, const std::string &tls, RailWorker *
     if (s != UCS_OK)
         return ucx_error(s, "rail " + device + ": UCX found no usable transport on device '" + device +
                                 "' with ucx_tls = '" + tls + "'");
-    ucp_worker_params_t wp = {};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    s = ucp_worker_create(out->context, &wp, &out->worker);
-    if (s != UCS_OK) return ucx_error(s, "rail " + device + ": creating a UCP worker");
-    ucp_address_t *address = nullptr;
-    size_t length = 0;
-    s = ucp_worker_get_address(out->worker, &address, &length);
-    if (s != UCS_OK) return ucx_error(s, "rail " + device + ": reading the worker's address");
-    out->address.assign(reinterpret_cast<const char *>(address), length);
-    ucp_worker_release_address(out->worker, address);
-    return LOOM_SUCCESS;
+    std::shared_ptr<RailWorker> first;
+    return make_worker(*out, &first);
 }
 
 void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
@@ -87,17 +96,29 @@ Status RailWorkers::get(const std::vector<std::string> &devices, const std::stri
 }
 
 RailWorkers::~RailWorkers() {
-    for (RailWorker &r : rails_) {
-        for (auto &e : r.endpoints) close_endpoint(r.worker, e.second);
-        if (r.worker) ucp_worker_destroy(r.worker);
+    for (Rail &r : rails_) {
+        // A failed worker still holds requests abandoned on it, which UCX
+        // would report one by one: such a rail's workers and context are left
+        // to the end of the process.
+        bool failed = false;
+        for (auto &w : r.all) failed |= w->down;
+        if (failed) continue;
+        for (auto &w : r.all) {
+            for (auto &e : w->endpoints) close_endpoint(w->handle, e.second);
+            if (w->handle) ucp_worker_destroy(w->handle);
+        }
         if (r.context) ucp_cleanup(r.context);
     }
 }
 
-Status RailWorkers::endpoint(size_t rail, const std::string &remote_address, ucp_ep_h *out) {
-    RailWorker &r = rails_[rail];
-    auto it = r.endpoints.find(remote_address);
-    if (it != r.endpoints.end()) {
+Status RailWorkers::renew(size_t rail, std::shared_ptr<RailWorker> *out) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    return make_worker(rails_[rail], out);
+}
+
+Status RailWorkers::endpoint(size_t rail, RailWorker &w, const std::string &remote_address, ucp_ep_h *out) {
+    auto it = w.endpoints.find(remote_address);
+    if (it != w.endpoints.end()) {
         *out = it->second;
         return LOOM_SUCCESS;
     }
@@ -105,17 +126,11 @@ Status RailWorkers::endpoint(size_t rail, const std::string &remote_address, ucp
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(remote_address.data());
     ucp_ep_h ep = nullptr;
-    const ucs_status_t s = ucp_ep_create(r.worker, &params, &ep);
-    if (s != UCS_OK) return ucx_error(s, "rail " + r.device + ": connecting to a peer's worker");
-    r.endpoints.emplace(remote_address, ep);
+    const ucs_status_t s = ucp_ep_create(w.handle, &params, &ep);
+    if (s != UCS_OK) return ucx_error(s, "rail " + rails_[rail].device + ": connecting to a peer's worker");
+    w.endpoints.emplace(remote_address, ep);
     *out = ep;
     return LOOM_SUCCESS;
-}
-
-unsigned RailWorkers::progress() {
-    unsigned n = 0;
-    for (RailWorker &r : rails_) n += ucp_worker_progress(r.worker);
-    return n;
 }
 
 uint32_t RailWorkers::next_comm_id() {

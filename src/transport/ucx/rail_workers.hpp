@@ -1,7 +1,12 @@
-// One UCP context and worker per rail, restricted to that rail's network
-// device, shared by every communicator of the process that uses the same
-// rails (messages carry a communicator id in their tag). Endpoints are
-// made once per remote worker address.
+// One UCP context per rail, restricted to that rail's network device, and
+// its workers, shared by every communicator of the process that uses the
+// same rails (messages carry a communicator id in their tag). Endpoints are
+// made once per remote worker address and worker.
+//
+// A rail that failed keeps its worker for good but never progresses it
+// again: operations abandoned on it may still point at buffers their
+// owners have reused, and stale messages may sit in its queues. A rail that
+// comes back gets a fresh worker in the same context.
 #pragma once
 #include <ucp/api/ucp.h>
 
@@ -15,11 +20,18 @@
 namespace loom {
 
 struct RailWorker {
-    std::string device;  // "rail0", "eth1", "lo"
-    ucp_context_h context = nullptr;
-    ucp_worker_h worker = nullptr;
+    ucp_worker_h handle = nullptr;
     std::string address;  // this worker's UCP address, to hand to peers
     std::map<std::string, ucp_ep_h> endpoints;  // by the remote worker's address
+    // Set once the rail failed on this worker: nobody progresses it again.
+    bool down = false;
+};
+
+struct Rail {
+    std::string device;  // "rail0", "eth1", "lo"
+    ucp_context_h context = nullptr;
+    std::shared_ptr<RailWorker> current;           // what new communicators use
+    std::vector<std::shared_ptr<RailWorker>> all;  // every worker made, destroyed with the context
 };
 
 class RailWorkers {
@@ -34,11 +46,12 @@ class RailWorkers {
     RailWorkers &operator=(const RailWorkers &) = delete;
 
     size_t count() const { return rails_.size(); }
-    const RailWorker &rail(size_t i) const { return rails_[i]; }
-    ucp_worker_h worker(size_t i) const { return rails_[i].worker; }
-    Status endpoint(size_t rail, const std::string &remote_address, ucp_ep_h *out);
-    // Progresses every rail's worker once; how many events it handled.
-    unsigned progress();
+    const std::string &device(size_t rail) const { return rails_[rail].device; }
+    const std::shared_ptr<RailWorker> &current(size_t rail) const { return rails_[rail].current; }
+    // A fresh worker for `rail`, which becomes its current one.
+    Status renew(size_t rail, std::shared_ptr<RailWorker> *out);
+    // The endpoint from `worker` (of `rail`) to the remote worker `remote_address`.
+    Status endpoint(size_t rail, RailWorker &worker, const std::string &remote_address, ucp_ep_h *out);
 
     // Communicator ids in tags: a process never reuses one while its
     // workers live. `candidate` is this process's next free id; the
@@ -48,7 +61,7 @@ class RailWorkers {
 
   private:
     RailWorkers() = default;
-    std::vector<RailWorker> rails_;
+    std::vector<Rail> rails_;
 };
 
 }  // namespace loom

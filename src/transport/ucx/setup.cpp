@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@ namespace {
 // the set-up has ended.
 constexpr uint32_t kHandshakeTag = UcxTransport::kMaxTag;
 constexpr uint32_t kProbeTag = UcxTransport::kMaxTag - 1;
+constexpr uint32_t kRevivalTag = UcxTransport::kMaxTag - 2;
 
 std::string host_name() {
     char name[256] = {};
@@ -160,22 +162,173 @@ Status exchange_on_every_rail(UcxTransport &t, const NodeMap &map, int me, uint3
     return LOOM_SUCCESS;
 }
 
-// The ranks' moving estimates of each rail's rate, summed; new weights for
-// the calls that start from now on when a rail's share moved by more than
-// a tenth of itself (each new set of weights retires the cached plans).
-void refresh_weights(Communicator &c, void *context) {
+// Whether interface `name` is up with its carrier (a cable, a veth peer).
+bool interface_up(const std::string &name) {
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) return false;
+    ifreq req = {};
+    std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    const bool ok = ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags & IFF_UP) && (req.ifr_flags & IFF_RUNNING);
+    close(fd);
+    return ok;
+}
+
+// Rail r on a fresh worker: addresses exchanged over the communicator's
+// other transports, endpoints made, a handshake to the greeted rank and from
+// those that greet this one within `timeout_ms`. True on this rank when all
+// that worked; the worker is left behind (never progressed again) otherwise.
+bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, long long timeout_ms,
+                 std::shared_ptr<RailWorker> *made, std::vector<ucp_ep_h> *endpoints, std::string *why) {
+    const NodeMap &map = c.nodes();
+    const int p = c.size(), me = c.rank();
+    std::shared_ptr<RailWorker> w;
+    bool ok = workers.renew(static_cast<size_t>(r), &w) == LOOM_SUCCESS;
+    if (!ok) *why = last_error_message();
+    int64_t longest = ok ? static_cast<int64_t>(w->address.size()) : 0;
+    if (c.allreduce_int64(&longest, 1, LOOM_MAX) != LOOM_SUCCESS) return false;
+    std::string mine = ok ? w->address : std::string();
+    mine.resize(static_cast<size_t>(longest) + sizeof(uint32_t), '\0');
+    const uint32_t length = ok ? static_cast<uint32_t>(w->address.size()) : 0;
+    std::memcpy(&mine[static_cast<size_t>(longest)], &length, sizeof length);
+    std::vector<char> all(mine.size() * static_cast<size_t>(p));
+    if (c.allgather_bytes(mine.data(), mine.size(), all.data()) != LOOM_SUCCESS) return false;
+    endpoints->assign(static_cast<size_t>(p), nullptr);
+    for (int q = 0; q < p && ok; ++q) {
+        if (map.node_of[q] == map.node_of[me]) continue;
+        const char *at = all.data() + static_cast<size_t>(q) * mine.size();
+        uint32_t n;
+        std::memcpy(&n, at + longest, sizeof n);
+        if (n == 0) {
+            ok = false;
+            *why = "rank " + std::to_string(q) + " has no worker on it";
+        } else if (workers.endpoint(static_cast<size_t>(r), *w, std::string(at, n), &(*endpoints)[q]) !=
+                   LOOM_SUCCESS) {
+            ok = false;
+            *why = last_error_message();
+        }
+    }
+    if (ok) {
+        const int to = greeted_by(map, me);
+        std::vector<int> from;
+        for (int q = 0; q < p; ++q)
+            if (q != me && greeted_by(map, q) == me) from.push_back(q);
+        std::vector<uint64_t> in(from.size()), out(1, 0x1005e);
+        std::vector<void *> requests;
+        ucp_request_param_t param = {};
+        for (size_t k = 0; k < from.size(); ++k)
+            requests.push_back(ucp_tag_recv_nbx(w->handle, &in[k], sizeof in[k],
+                                                UcxTransport::tag_of(t.comm_id(), from[k], kRevivalTag), ~uint64_t{0},
+                                                &param));
+        if (to >= 0)
+            requests.push_back(ucp_tag_send_nbx((*endpoints)[to], out.data(), sizeof out[0],
+                                                UcxTransport::tag_of(t.comm_id(), me, kRevivalTag), &param));
+        const uint64_t start = now_ns();
+        for (;;) {
+            ucp_worker_progress(w->handle);
+            bool pending = false;
+            for (void *&req : requests) {
+                if (!req) continue;
+                if (UCS_PTR_IS_ERR(req)) {
+                    ok = false;
+                    *why = ucs_status_string(UCS_PTR_STATUS(req));
+                    req = nullptr;
+                    continue;
+                }
+                const ucs_status_t s = ucp_request_check_status(req);
+                if (s == UCS_INPROGRESS) {
+                    pending = true;
+                    continue;
+                }
+                if (s != UCS_OK) {
+                    ok = false;
+                    *why = ucs_status_string(s);
+                }
+                ucp_request_free(req);
+                req = nullptr;
+            }
+            if (!pending) break;
+            if (now_ns() - start > static_cast<uint64_t>(timeout_ms) * 1000000u) {
+                ok = false;
+                *why = "no handshake within rail_timeout_ms = " + std::to_string(timeout_ms);
+                break;
+            }
+        }
+        for (void *req : requests)
+            if (req && !UCS_PTR_IS_ERR(req)) ucp_request_free(req);  // left behind with the worker
+    }
+    if (!ok && w) w->down = true;
+    *made = w;
+    return ok;
+}
+
+// The periodic agreement on the rails. (1) A rail that failed on any rank
+// is left out of the calls that start from now on, and fails here too.
+// (2) A rail left out comes back, on a fresh worker, once its interface is up
+// on every rank and a handshake crosses it. (3) With every rail in and the
+// weights not pinned, the ranks' moving estimates of each rail's rate,
+// summed, become new weights when a rail's share moved by more than a tenth
+// of itself. Each change retires the cached plans.
+void check_rails(Communicator &c, void *context) {
     UcxTransport &t = *static_cast<UcxTransport *>(context);
     const size_t rails = t.rails();
     const std::vector<double> rates = t.observed_rates();
-    std::vector<int64_t> sums(2 * rails, 0);
+    std::vector<int64_t> sums(4 * rails, 0);
     for (size_t r = 0; r < rails; ++r) {
         sums[r] = static_cast<int64_t>(rates[r] / 1024);  // KiB/s
         sums[rails + r] = rates[r] > 0 ? 1 : 0;
+        sums[2 * rails + r] = t.rail_down(static_cast<int>(r)) ? 1 : 0;
+        sums[3 * rails + r] = interface_up(t.rail_name(static_cast<int>(r))) ? 0 : 1;
     }
     if (c.allreduce_int64(sums.data(), sums.size(), LOOM_SUM) != LOOM_SUCCESS) return;
-    std::vector<double> next(rails);
+    const bool verbose = c.config().integer(kParamVerbose) >= 1 && c.rank() == 0;
+    std::vector<double> next = t.weights();
+    bool changed = false;
+    for (size_t r = 0; r < rails; ++r) {
+        const int rail = static_cast<int>(r);
+        const int64_t failed_on = sums[2 * rails + r];
+        if (failed_on > 0 && !t.rail_left_out(rail)) {
+            t.rail_failed(rail, "it failed on " + std::to_string(failed_on) + " rank(s)");
+            next[r] = 0;
+            changed = true;
+            const std::string when = format_wall_ms(wall_ms());
+            c.rails_changed(t.rail_name(rail) + " left out at " + when);
+            if (c.rank() == 0)
+                std::fprintf(stderr, "loom: rail %s left out of the calls that start from now on (%s)\n",
+                             t.rail_name(rail).c_str(), when.c_str());
+        } else if (t.rail_left_out(rail) && t.fails_over() && sums[3 * rails + r] == 0) {
+            std::shared_ptr<RailWorker> w;
+            std::vector<ucp_ep_h> endpoints;
+            std::string why;
+            int64_t ok = revive_rail(c, t, *t.workers(), rail, c.config().integer(kParamRailTimeoutMs), &w,
+                                     &endpoints, &why)
+                             ? 1
+                             : 0;
+            if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
+            if (!ok) {
+                if (verbose || !why.empty())
+                    std::fprintf(stderr, "loom: rank %d: rail %s not back yet: %s\n", c.rank(), t.rail_name(rail).c_str(),
+                                 why.empty() ? "another rank's handshake failed" : why.c_str());
+                continue;
+            }
+            t.rail_renewed(rail, w, endpoints);
+            t.rail_came_back(rail, "its interfaces are up and a handshake crossed it on a fresh worker");
+            next[r] = t.given_weight(rail);
+            changed = true;
+            const std::string when = format_wall_ms(wall_ms());
+            c.rails_changed(t.rail_name(rail) + " back at " + when);
+            if (c.rank() == 0)
+                std::fprintf(stderr, "loom: rail %s back in the calls that start from now on (%s)\n",
+                             t.rail_name(rail).c_str(), when.c_str());
+        }
+    }
+    if (changed) {
+        t.add_weights(c.retire_plans(), next);
+        return;
+    }
+    if (rails < 2 || !c.config().raw(kParamRailWeights).empty()) return;
     double total = 0;
     for (size_t r = 0; r < rails; ++r) {
+        if (t.rail_left_out(static_cast<int>(r))) return;
         if (sums[rails + r] == 0 || sums[r] <= 0) return;  // a rail without samples yet
         next[r] = static_cast<double>(sums[r]) / static_cast<double>(sums[rails + r]);
         total += next[r];
@@ -186,7 +339,7 @@ void refresh_weights(Communicator &c, void *context) {
         moved |= std::fabs(next[r] - t.weights()[r]) > 0.1 * t.weights()[r];
     }
     if (!moved) return;
-    if (c.config().integer(kParamVerbose) >= 1 && c.rank() == 0) {
+    if (verbose) {
         std::string text;
         char w[32];
         for (size_t r = 0; r < rails; ++r) {
@@ -218,7 +371,7 @@ Status prepare(Communicator &c, const std::vector<std::string> &names, std::shar
         card->ipv4.push_back(ip);
     }
     LOOM_RETURN_IF_ERROR(RailWorkers::get(names, cfg.raw(kParamUcxTls), workers));
-    for (size_t r = 0; r < names.size(); ++r) card->worker.push_back((*workers)->rail(r).address);
+    for (size_t r = 0; r < names.size(); ++r) card->worker.push_back((*workers)->current(r)->address);
     card->comm_id = RailWorkers::next_comm_id();
     return LOOM_SUCCESS;
 }
@@ -287,7 +440,7 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
         if (map.node_of[q] == map.node_of[me]) continue;
         peers.remote[static_cast<size_t>(q)] = 1;
         for (size_t r = 0; r < rails; ++r)
-            LOOM_RETURN_IF_ERROR(workers->endpoint(r, cards[static_cast<size_t>(q)].worker[r],
+            LOOM_RETURN_IF_ERROR(workers->endpoint(r, *workers->current(r), cards[static_cast<size_t>(q)].worker[r],
                                                    &peers.endpoints[static_cast<size_t>(q)][r]));
     }
     const Config &cfg = c.config();
@@ -437,17 +590,32 @@ void set_up_rails(Communicator &c) {
         if (st != LOOM_SUCCESS) why = last_error_message();
         ok = st == LOOM_SUCCESS ? 1 : 0;
         // A failure anywhere (a route, a handshake) leaves the rails out
-        // everywhere; agreed before any rank attaches them.
-        if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
+        // everywhere; agreed before any rank attaches them. So is failover,
+        // which every rank must do alike.
+        const long long stall_ms = c.config().integer(kParamRailStallMs);
+        std::string no_failover = stall_ms == 0 ? "rail_stall_ms = 0" : "";
+        if (ok && stall_ms > 0 && c.transport().fallback().max_tag() < UcxTransport::kBelowTagEnd - 1)
+            no_failover = std::string("the ") + c.transport().fallback().name() + " transport has too few tags";
+        int64_t agreed[2] = {ok, no_failover.empty() ? 1 : 0};
+        if (c.allreduce_int64(agreed, 2, LOOM_MIN) != LOOM_SUCCESS) return;
+        ok = agreed[0];
         if (ok) {
+            if (agreed[1]) {
+                if (t->fail_over_through(&c.transport().fallback(), static_cast<uint64_t>(stall_ms) * 1000000u) !=
+                    LOOM_SUCCESS)
+                    return;  // cannot happen: the tags were checked on every rank
+                state += ", failover through the " + std::string(c.transport().fallback().name());
+            } else {
+                state += ", no failover (" + (no_failover.empty() ? "another rank cannot" : no_failover) + ")";
+            }
             t->set_first_plan(c.retire_plans());
             UcxTransport *rails = t.get();
             if (c.attach_rails(std::move(t), static_cast<int>(names.size()), state) != LOOM_SUCCESS) return;
             const long long every = c.config().integer(kParamRailRefreshCalls);
-            if (every > 0 && names.size() > 1 && c.config().raw(kParamRailWeights).empty())
+            if (every > 0 && (agreed[1] || (names.size() > 1 && c.config().raw(kParamRailWeights).empty())))
                 c.every_blocking_call(static_cast<uint64_t>(every),
-                                      static_cast<size_t>(c.config().integer(kParamRailStripeMinBytes)),
-                                      refresh_weights, rails);
+                                      static_cast<size_t>(c.config().integer(kParamRailStripeMinBytes)), check_rails,
+                                      rails);
             if (c.config().integer(kParamVerbose) >= 1 && c.rank() == 0)
                 std::fprintf(stderr, "loom: %s\n", state.c_str());
             return;

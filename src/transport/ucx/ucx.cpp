@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <sched.h>
+#include <cstdio>
 
 namespace loom {
 namespace {
@@ -33,7 +34,9 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       min_bytes_(options.min_bytes),
       first_plan_(options.first_plan),
       counts_(workers_->count()),
-      collective_bytes_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)) {
+      collective_bytes_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)),
+      collective_messages_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)) {
+    for (size_t r = 0; r < workers_->count(); ++r) worker_.push_back(workers_->current(r));
     rates_.assign(workers_->count(), 0.0);
     // As Open MPI does when told its ranks share cores: a poll that finds
     // nothing done gives the core to the rank it waits for.
@@ -51,15 +54,25 @@ void UcxTransport::add_weights(uint32_t first_plan, const std::vector<double> &w
     double total = 0;
     for (double w : weights) total += w;
     weights_.clear();
-    WeightSet set{first_plan, {}};
+    WeightSet set{first_plan, {}, {}};
     uint64_t sum = 0;
-    for (double w : weights) {
-        weights_.push_back(w / total);
-        // At least 1: a rail with a tiny weight still takes a sliver, and no cut divides by zero.
-        sum += std::max<uint64_t>(1, static_cast<uint64_t>(w / total * kWeightScale + 0.5));
+    for (size_t r = 0; r < weights.size(); ++r) {
+        const double share = total > 0 ? weights[r] / total : 0;
+        weights_.push_back(share);
+        // At least 1 for a rail in use: a tiny weight still takes a sliver, and no cut divides by zero.
+        if (weights[r] > 0) {
+            sum += std::max<uint64_t>(1, static_cast<uint64_t>(share * kWeightScale + 0.5));
+            set.live.push_back(static_cast<int>(r));
+        }
         set.cumulative.push_back(sum);
     }
+    if (set.live.size() == weights.size()) given_weights_ = weights_;
     weight_sets_.push_back(std::move(set));
+}
+
+bool UcxTransport::rail_left_out(int r) const {
+    const std::vector<int> &live = weight_sets_.back().live;
+    return std::find(live.begin(), live.end(), r) == live.end();
 }
 
 UcxTransport::~UcxTransport() {
@@ -71,31 +84,81 @@ UcxTransport::~UcxTransport() {
 void UcxTransport::cancel(Op &op) {
     for (int k = 0; k < op.pieces; ++k)
         if (op.requests[k]) {
-            ucp_request_cancel(workers_->worker(static_cast<size_t>(op.rail[k])), op.requests[k]);
+            RailWorker &w = *op.worker[k];
+            if (!w.down) ucp_request_cancel(w.handle, op.requests[k]);
             ucp_request_free(op.requests[k]);
             op.requests[k] = nullptr;
         }
     op.pieces = 0;
 }
 
+void UcxTransport::free_op(uint32_t index) {
+    ops_[index].pieces = 0;
+    free_ops_.push_back(index);
+}
+
 void UcxTransport::cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out, uint32_t plan) const {
     out->clear();
-    const int rails = static_cast<int>(workers_->count());
-    if (rails == 1 || bytes < stripe_min_) {
-        out->emplace_back((lane < 0 ? 0 : lane) % rails, bytes);
+    const WeightSet &set = weights_for(plan);
+    const int live = static_cast<int>(set.live.size());
+    if (live == 0) return;
+    if (live == 1 || bytes < stripe_min_) {
+        out->emplace_back(set.live[static_cast<size_t>((lane < 0 ? 0 : lane) % live)], bytes);
         return;
     }
-    // The newest weights that were in force when the plan was made.
-    size_t s = weight_sets_.size() - 1;
-    while (s > 0 && weight_sets_[s].first_plan > plan) --s;
-    const std::vector<uint64_t> &cumulative = weight_sets_[s].cumulative;
-    const uint64_t total = cumulative.back();
+    const uint64_t total = set.cumulative.back();
     size_t start = 0;
-    for (int r = 0; r < rails; ++r) {
-        const size_t end = static_cast<size_t>(static_cast<unsigned __int128>(bytes) * cumulative[r] / total);
+    for (int r : set.live) {
+        const size_t end =
+            static_cast<size_t>(static_cast<unsigned __int128>(bytes) * set.cumulative[static_cast<size_t>(r)] / total);
         if (end > start) out->emplace_back(r, end - start);
         start = end;
     }
+}
+
+Status UcxTransport::fail_over_through(Transport *below, uint64_t stall_ns) {
+    if (below->max_tag() < kBelowTagEnd - 1)
+        return fail(LOOM_ERR_TRANSPORT, std::string("rails: the ") + below->name() + " transport carries tags up to " +
+                                            std::to_string(below->max_tag()) + ", too few to fail over through it");
+    below_ = below;
+    stall_ns_ = stall_ns;
+    send_numbers_.assign(static_cast<size_t>(size_), {});
+    receive_numbers_.assign(static_cast<size_t>(size_), {});
+    last_arrival_ns_.assign(static_cast<size_t>(size_), std::vector<uint64_t>(workers_->count(), 0));
+    return LOOM_SUCCESS;
+}
+
+uint8_t UcxTransport::next_number(bool send, int peer, uint32_t tag) {
+    std::vector<uint8_t> &numbers = (send ? send_numbers_ : receive_numbers_)[static_cast<size_t>(peer)];
+    if (numbers.empty()) numbers.assign(kCallTags, 0);
+    return numbers[tag & (kCallTags - 1)]++;
+}
+
+void UcxTransport::rail_failed(int r, const std::string &why) {
+    RailWorker &w = *worker_[static_cast<size_t>(r)];
+    if (w.down) return;
+    w.down = true;
+    ++counts_[static_cast<size_t>(r)].failures;
+    events_.push_back({wall_ms(), r, false, why});
+    std::fprintf(stderr, "loom: rank %d: rail %s failed at %s: %s; its messages go through the %s until it is back\n",
+                 rank_, rail_name(r).c_str(), format_wall_ms(events_.back().unix_ms).c_str(), why.c_str(),
+                 below_ ? below_->name() : "other rails");
+}
+
+void UcxTransport::fail_worker(Op &op, int k, const std::string &why) {
+    if (op.worker[k] == worker_[static_cast<size_t>(op.rail[k])].get()) rail_failed(op.rail[k], why);
+    else op.worker[k]->down = true;  // an older worker of a rail since renewed
+}
+
+void UcxTransport::rail_came_back(int r, const std::string &why) {
+    ++counts_[static_cast<size_t>(r)].revivals;
+    events_.push_back({wall_ms(), r, true, why});
+}
+
+void UcxTransport::rail_renewed(int r, std::shared_ptr<RailWorker> worker, const std::vector<ucp_ep_h> &endpoints) {
+    worker_[static_cast<size_t>(r)] = std::move(worker);
+    for (size_t q = 0; q < peers_.endpoints.size(); ++q) peers_.endpoints[q][static_cast<size_t>(r)] = endpoints[q];
+    for (auto &last : last_arrival_ns_) last[static_cast<size_t>(r)] = 0;
 }
 
 Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
@@ -112,46 +175,80 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     Op &op = ops_[index];
     op.send = send;
     op.peer = peer;
+    op.tag = tag;
+    op.buf = static_cast<char *>(buf);
     op.pieces = 0;
+    op.arrived = op.moved = op.moved_done = 0;
+    op.answered = false;
     cut(bytes, route.lane, &pieces_, route.plan);
+    if (pieces_.empty()) pieces_.emplace_back(0, bytes);  // a plan made before every rail was left out
     op.striped = !send && pieces_.size() > 1;
     // Sends of a known plan count per collective too.
-    uint64_t *per_collective = nullptr;
+    uint64_t *per_collective = nullptr, *per_collective_messages = nullptr;
     if (send) {
         auto known = plan_collective_.find(route.plan);
-        if (known != plan_collective_.end())
+        if (known != plan_collective_.end()) {
             per_collective = collective_bytes_[static_cast<size_t>(known->second)].data();
+            per_collective_messages = collective_messages_[static_cast<size_t>(known->second)].data();
+        }
     }
-    if (op.striped) op.posted_ns = now_ns();
+    op.posted_ns = now_ns();
+    if (below_) op.number = next_number(send, peer, tag);
     ucp_request_param_t param = {};
-    char *at = static_cast<char *>(buf);
+    size_t offset = 0;
     for (const auto &piece : pieces_) {
         const int r = piece.first;
+        const int k = op.pieces;
+        op.requests[k] = nullptr;
+        op.expected[k] = piece.second;
+        op.offset[k] = offset;
+        op.rail[k] = r;
+        op.worker[k] = worker_[static_cast<size_t>(r)].get();
+        ++op.pieces;
+        offset += piece.second;
+        RailWorker &w = *op.worker[k];
+        // A rail that failed here takes nothing more: its receiver will find the piece missing.
+        if (w.down && below_) continue;
         void *req;
         if (send) {
-            req = ucp_tag_send_nbx(peers_.endpoints[static_cast<size_t>(peer)][static_cast<size_t>(r)], at,
-                                   piece.second, ucx_tag(rank_, tag), &param);
+            req = ucp_tag_send_nbx(peers_.endpoints[static_cast<size_t>(peer)][static_cast<size_t>(r)],
+                                   op.buf + op.offset[k], piece.second, ucx_tag(rank_, tag), &param);
             ++counts_[r].sent_messages;
             counts_[r].sent_bytes += piece.second;
-            if (per_collective) per_collective[r] += piece.second;
+            if (per_collective) {
+                per_collective[r] += piece.second;
+                ++per_collective_messages[r];
+            }
         } else {
-            req = ucp_tag_recv_nbx(workers_->worker(static_cast<size_t>(r)), at, piece.second, ucx_tag(peer, tag),
-                                   ~uint64_t{0}, &param);
+            req = ucp_tag_recv_nbx(w.handle, op.buf + op.offset[k], piece.second, ucx_tag(peer, tag), ~uint64_t{0},
+                                   &param);
             ++counts_[r].received_messages;
             counts_[r].received_bytes += piece.second;
         }
         if (UCS_PTR_IS_ERR(req)) {
+            const std::string what = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) +
+                                     " on rail " + rail_name(r) + " failed: " + ucs_status_string(UCS_PTR_STATUS(req));
+            if (below_) {
+                rail_failed(r, what);
+                continue;
+            }
             cancel(op);
-            free_ops_.push_back(index);
-            return fail(LOOM_ERR_TRANSPORT, std::string(send ? "send to" : "receive from") + " rank " +
-                                                std::to_string(peer) + " on rail " + workers_->rail(r).device +
-                                                " failed: " + ucs_status_string(UCS_PTR_STATUS(req)));
+            free_op(index);
+            return fail(LOOM_ERR_TRANSPORT, what);
         }
-        op.requests[op.pieces] = req;  // null: finished already
-        op.expected[op.pieces] = piece.second;
-        op.rail[op.pieces] = r;
-        ++op.pieces;
-        at += piece.second;
+        op.requests[k] = req;
+        if (!req) op.arrived |= static_cast<uint8_t>(1u << k);  // finished already
+    }
+    if (below_ && send) {
+        // The receiver's answer: which pieces to send again below.
+        op.answer_word = 0;
+        const Status st = below_->post_recv(&op.answer_word, sizeof op.answer_word, peer,
+                                            below_tag(0, op.number, tag), Route{}, &op.answer);
+        if (st != LOOM_SUCCESS) {
+            cancel(op);
+            free_op(index);
+            return st;
+        }
     }
     return LOOM_SUCCESS;
 }
@@ -166,11 +263,21 @@ Status UcxTransport::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, 
     return post(false, buf, bytes, peer, tag, route, h);
 }
 
-Status UcxTransport::check(Op &op, bool *finished) {
-    *finished = true;
+Status UcxTransport::poll_below(TransportHandle *h, bool *done) {
+    unsigned char d = 0;
+    LOOM_RETURN_IF_ERROR(below_->test_many(&h, 1, &d, nullptr));
+    *done = d != 0;
+    return LOOM_SUCCESS;
+}
+
+// Finishes what the rails have finished. A rail error ends the call without
+// failover; with it, the rail is marked failed and its piece counts as missing.
+Status UcxTransport::advance_rails(Op &op) {
     for (int k = 0; k < op.pieces; ++k) {
         void *req = op.requests[k];
         if (!req) continue;
+        const size_t r = static_cast<size_t>(op.rail[k]);
+        if (op.worker[k]->down) continue;  // never finishes now
         ucs_status_t s;
         size_t length = op.expected[k];
         if (op.send) {
@@ -180,27 +287,135 @@ Status UcxTransport::check(Op &op, bool *finished) {
             s = ucp_tag_recv_request_test(req, &info);
             if (s == UCS_OK) length = info.length;
         }
-        if (s == UCS_INPROGRESS) {
-            *finished = false;
-            continue;
-        }
+        if (s == UCS_INPROGRESS) continue;
         ucp_request_free(req);
         op.requests[k] = nullptr;
-        if (op.striped && s == UCS_OK) {
-            // How fast this rail delivered its piece, all pieces having left together.
-            const double seconds = static_cast<double>(now_ns() - op.posted_ns) * 1e-9;
-            const double rate = static_cast<double>(length) / std::max(seconds, 1e-6);
-            double &estimate = rates_[static_cast<size_t>(op.rail[k])];
-            estimate = estimate == 0 ? rate : 0.75 * estimate + 0.25 * rate;
+        if (s != UCS_OK) {
+            const std::string what = std::string(op.send ? "send to" : "receive from") + " rank " +
+                                     std::to_string(op.peer) + " on rail " + rail_name(op.rail[k]) +
+                                     " failed: " + ucs_status_string(s);
+            if (!below_) return fail(LOOM_ERR_TRANSPORT, what);
+            fail_worker(op, k, what);
+            continue;
         }
-        if (s != UCS_OK)
-            return fail(LOOM_ERR_TRANSPORT, std::string(op.send ? "send to" : "receive from") + " rank " +
-                                                std::to_string(op.peer) + " failed: " + ucs_status_string(s));
         if (length != op.expected[k])
             return fail(LOOM_ERR_TRANSPORT, "a message from rank " + std::to_string(op.peer) + " was " +
                                                 std::to_string(length) + " bytes where " +
                                                 std::to_string(op.expected[k]) + " were expected");
+        op.arrived |= static_cast<uint8_t>(1u << k);
+        if (!op.send) {
+            const uint64_t now = now_ns();
+            if (below_) last_arrival_ns_[static_cast<size_t>(op.peer)][r] = now;
+            if (op.striped) {
+                // How fast this rail delivered its piece, all pieces having left together.
+                const double seconds = static_cast<double>(now - op.posted_ns) * 1e-9;
+                const double rate = static_cast<double>(length) / std::max(seconds, 1e-6);
+                double &estimate = rates_[r];
+                estimate = estimate == 0 ? rate : 0.75 * estimate + 0.25 * rate;
+            }
+        }
     }
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::advance_receiver(Op &op) {
+    if (!op.answered) {
+        // A piece still out on a live rail past its deadline fails that rail.
+        const uint64_t now = now_ns();
+        for (int k = 0; k < op.pieces; ++k) {
+            const size_t r = static_cast<size_t>(op.rail[k]);
+            if ((op.arrived >> k & 1) || op.worker[k]->down) continue;
+            const uint64_t since = std::max(op.posted_ns, last_arrival_ns_[static_cast<size_t>(op.peer)][r]);
+            const double rate = rates_[r] > 0 ? rates_[r] : 1e6;  // unmeasured: as if 1 MB/s
+            const uint64_t deadline =
+                since + stall_ns_ + static_cast<uint64_t>(static_cast<double>(op.expected[k]) / rate * 1e9);
+            if (now > deadline)
+                fail_worker(op, k,
+                            "nothing from rank " + std::to_string(op.peer) + " for " +
+                                std::to_string((now - since) / 1000000) + " ms (rail_stall_ms = " +
+                                std::to_string(stall_ns_ / 1000000) + " beyond a piece's expected time)");
+        }
+        // Answered once, when every piece either arrived or is on a failed rail.
+        uint8_t missing = 0;
+        for (int k = 0; k < op.pieces; ++k) {
+            if (op.arrived >> k & 1) continue;
+            if (!op.worker[k]->down) return LOOM_SUCCESS;
+            missing |= static_cast<uint8_t>(1u << k);
+        }
+        for (int k = 0; k < op.pieces; ++k)
+            if (missing >> k & 1) {
+                // Never written again: its worker is not progressed any more.
+                if (op.requests[k]) ucp_request_free(op.requests[k]);
+                op.requests[k] = nullptr;
+                LOOM_RETURN_IF_ERROR(below_->post_recv(op.buf + op.offset[k], op.expected[k], op.peer,
+                                                       below_tag(1 + k, op.number, op.tag), Route{},
+                                                       &op.around[k]));
+                ++counts_[static_cast<size_t>(op.rail[k])].pieces_received_below;
+            }
+        auto answer = std::make_unique<Answer>();
+        answer->word = (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 |
+                       static_cast<uint32_t>(missing) << 20;
+        LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, op.peer,
+                                               below_tag(0, op.number, op.tag), Route{}, &answer->h));
+        answers_.push_back(std::move(answer));
+        op.moved = missing;
+        op.answered = true;
+    }
+    for (int k = 0; k < op.pieces; ++k) {
+        if (!(op.moved >> k & 1) || (op.moved_done >> k & 1)) continue;
+        bool done = false;
+        LOOM_RETURN_IF_ERROR(poll_below(&op.around[k], &done));
+        if (done) op.moved_done |= static_cast<uint8_t>(1u << k);
+    }
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::advance_sender(Op &op) {
+    if (!op.answered) {
+        bool done = false;
+        LOOM_RETURN_IF_ERROR(poll_below(&op.answer, &done));
+        if (!done) return LOOM_SUCCESS;
+        const uint32_t w = op.answer_word;
+        if ((w & (kCallTags - 1)) != (op.tag & (kCallTags - 1)) || (w >> 12 & 0xff) != op.number ||
+            (w >> 20) >> op.pieces)
+            return fail(LOOM_ERR_TRANSPORT, "rails: rank " + std::to_string(op.peer) +
+                                                " answered a message with an answer that belongs to another");
+        op.answered = true;
+        op.moved = static_cast<uint8_t>(w >> 20);
+        for (int k = 0; k < op.pieces; ++k) {
+            const size_t r = static_cast<size_t>(op.rail[k]);
+            if (op.requests[k]) {
+                // Arrived (not moved): UCX no longer needs the buffer. Moved while
+                // UCX may still read it: that worker must never run again.
+                if ((op.moved >> k & 1) && !op.worker[k]->down)
+                    fail_worker(op, k, "rank " + std::to_string(op.peer) + " did not receive a piece on it");
+                ucp_request_free(op.requests[k]);
+                op.requests[k] = nullptr;
+            }
+            if (!(op.moved >> k & 1)) continue;
+            LOOM_RETURN_IF_ERROR(below_->post_send(op.buf + op.offset[k], op.expected[k], op.peer,
+                                                   below_tag(1 + k, op.number, op.tag), Route{}, &op.around[k]));
+            ++counts_[r].pieces_sent_below;
+        }
+    }
+    for (int k = 0; k < op.pieces; ++k) {
+        if (!(op.moved >> k & 1) || (op.moved_done >> k & 1)) continue;
+        bool done = false;
+        LOOM_RETURN_IF_ERROR(poll_below(&op.around[k], &done));
+        if (done) op.moved_done |= static_cast<uint8_t>(1u << k);
+    }
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::advance(Op &op, bool *finished) {
+    LOOM_RETURN_IF_ERROR(advance_rails(op));
+    const uint8_t all = static_cast<uint8_t>((1u << op.pieces) - 1);
+    if (!below_) {
+        *finished = op.arrived == all;
+        return LOOM_SUCCESS;
+    }
+    LOOM_RETURN_IF_ERROR(op.send ? advance_sender(op) : advance_receiver(op));
+    *finished = op.answered && op.moved_done == op.moved;
     return LOOM_SUCCESS;
 }
 
@@ -208,27 +423,39 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will
     // be posted for it (which then drives the workers).
-    if (n == 0 && free_ops_.size() == ops_.size()) {
+    if (n == 0 && free_ops_.size() == ops_.size() && answers_.empty()) {
         if (moved) *moved = false;
         return LOOM_SUCCESS;
     }
-    // Every poll drives the workers, also for messages of calls not tested here.
-    const unsigned events = workers_->progress();
+    // Every poll drives the workers, also for messages of calls not tested
+    // here; a failed rail's never again.
+    unsigned events = 0;
+    for (const auto &w : worker_)
+        if (!w->down) events += ucp_worker_progress(w->handle);
     movements_ += events;
+    for (size_t i = 0; i < answers_.size();) {
+        bool sent = false;
+        LOOM_RETURN_IF_ERROR(poll_below(&answers_[i]->h, &sent));
+        if (sent) {
+            answers_[i] = std::move(answers_.back());
+            answers_.pop_back();
+        } else {
+            ++i;
+        }
+    }
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
         const uint32_t index = op_index(hs[i]);
         bool finished = false;
-        const Status st = check(ops_[index], &finished);
+        const Status st = advance(ops_[index], &finished);
         if (st != LOOM_SUCCESS) {
             cancel(ops_[index]);
-            free_ops_.push_back(index);
+            free_op(index);
             return st;
         }
         done[i] = finished;
         if (finished) {
-            ops_[index].pieces = 0;
-            free_ops_.push_back(index);
+            free_op(index);
             any = true;
         }
     }
@@ -242,19 +469,26 @@ void UcxTransport::plan_added(uint32_t id, uint32_t, const CollArgs &args) {
 }
 
 void UcxTransport::extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {
-    // Per collective that used the rails: the bytes it sent on each.
+    // Per collective that used the rails: the messages and bytes it sent on each.
     for (int c = 0; c < kCollectiveCount; ++c)
         for (size_t r = 0; r < counts_.size(); ++r)
-            if (collective_bytes_[static_cast<size_t>(c)][r])
-                out->emplace_back(std::string(collective_name(static_cast<Collective>(c))) + "_rail" +
-                                      std::to_string(r) + "_sent_bytes",
-                                  collective_bytes_[static_cast<size_t>(c)][r]);
+            if (collective_messages_[static_cast<size_t>(c)][r]) {
+                const std::string name =
+                    std::string(collective_name(static_cast<Collective>(c))) + "_rail" + std::to_string(r);
+                out->emplace_back(name + "_sent_messages", collective_messages_[static_cast<size_t>(c)][r]);
+                out->emplace_back(name + "_sent_bytes", collective_bytes_[static_cast<size_t>(c)][r]);
+            }
     for (size_t r = 0; r < counts_.size(); ++r) {
         const std::string rail = "rail" + std::to_string(r) + "_";
         out->emplace_back(rail + "sent_messages", counts_[r].sent_messages);
         out->emplace_back(rail + "sent_bytes", counts_[r].sent_bytes);
         out->emplace_back(rail + "received_messages", counts_[r].received_messages);
         out->emplace_back(rail + "received_bytes", counts_[r].received_bytes);
+        if (!below_) continue;
+        out->emplace_back(rail + "failures", counts_[r].failures);
+        out->emplace_back(rail + "revivals", counts_[r].revivals);
+        out->emplace_back(rail + "pieces_sent_below", counts_[r].pieces_sent_below);
+        out->emplace_back(rail + "pieces_received_below", counts_[r].pieces_received_below);
     }
 }
 
