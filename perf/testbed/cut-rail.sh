@@ -10,7 +10,8 @@
 #
 # The PML must not ride the rail that is cut: it goes on the management
 # network unless the arguments name btl_tcp_if_include. LOOM_BUILD names the
-# build tree (default: build/).
+# build tree (default: build/); CUT_RAIL_PLOT=FILE.png plots the iteration
+# times (gnuplot).
 set -u
 [ $# -ge 7 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 np=$1 iterations=$2 count=$3 down_after=$4 up_after=$5 node=$6 rail=$7
@@ -31,8 +32,9 @@ trap 'rm -rf "$signals"' EXIT INT TERM
 sh "$testbed" run -np "$np" --map-by node $pml_net \
     --mca mca_base_component_path "$build/coll/component-path:$ompi_dir" \
     --mca coll_loom_priority 100 --mca coll_loom_stats 1 $tls "$@" \
-    "$program" "$iterations" "$count" "$down_after" "$up_after" "$signals" &
+    "$program" "$iterations" "$count" "$down_after" "$up_after" "$signals" >"$signals/out" 2>&1 &
 job=$!
+tail -f "$signals/out" --pid "$job" &
 for step in down up; do
     while [ ! -e "$signals/$step" ] && kill -0 "$job" 2>/dev/null; do sleep 0.02; done
     [ -e "$signals/$step" ] || break
@@ -40,3 +42,21 @@ for step in down up; do
     touch "$signals/$step.done"
 done
 wait "$job"
+rc=$?
+sleep 0.2  # tail's last lines
+if [ -n "${CUT_RAIL_PLOT:-}" ] && command -v gnuplot >/dev/null 2>&1; then
+    sed -n 's/^iteration \([0-9]*\): \([0-9.]*\) s.*/\1 \2/p' "$signals/out" >"$signals/times"
+    gnuplot <<EOF
+set terminal pngcairo size 800,450
+set output "$CUT_RAIL_PLOT"
+set title "allreduce of $count doubles on $np ranks; rail $rail of node $node down after $down_after, up after $up_after"
+set xlabel "iteration"
+set ylabel "seconds"
+set yrange [0:*]
+set arrow from $down_after.5, graph 0 to $down_after.5, graph 1 nohead dt 2
+set arrow from $up_after.5, graph 0 to $up_after.5, graph 1 nohead dt 2
+plot "$signals/times" using 1:2 with linespoints title "time per call"
+EOF
+    echo "plot: $CUT_RAIL_PLOT"
+fi
+exit $rc

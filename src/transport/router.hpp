@@ -13,6 +13,10 @@ namespace loom {
 class Router final : public Transport {
   public:
     explicit Router(std::unique_ptr<Transport> fallback);
+    // The transports added later go first: they may use the fallback as they go (the rails' failover).
+    ~Router() override {
+        while (transports_.size() > 1) transports_.pop_back();
+    }
     // Puts `t` before the present transports (it must span the same ranks).
     // Operations in flight keep their carrier: indices never change.
     void add_preferred(std::unique_ptr<Transport> t);

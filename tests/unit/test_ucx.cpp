@@ -305,6 +305,35 @@ TEST(UcxFailover, ASilentRailFailsAtTheReceiverAfterTheStallTime) {
     EXPECT_EQ(counter(*p.t[1], "rail0_pieces_received_below"), 0u);
 }
 
+// A sender silent on every rail (stuck behind another stall, say) is not a
+// failed rail until kSilentSenderStalls stall times have passed; then it is,
+// so that one rail of one rail set cannot hang a call either.
+TEST(UcxFailover, ASenderSilentOnEveryRailIsGivenLongerButNotForever) {
+    Pair p = make_pair({1, 1}, 64 << 10, 0, 0, /*stall_ms=*/60);
+    const size_t bytes = 256 << 10;
+    std::vector<unsigned char> out(bytes, 0x17), in(bytes, 0);
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 8, Route{}, &r), LOOM_SUCCESS);
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(180)) {
+        unsigned char done = 0;
+        TransportHandle *h = &r;
+        ASSERT_EQ(p.t[1]->test_many(&h, 1, &done, nullptr), LOOM_SUCCESS);
+        ASSERT_EQ(done, 0);
+    }
+    EXPECT_FALSE(p.t[1]->rail_down(0));  // three stall times of silence: still trusted
+    EXPECT_FALSE(p.t[1]->rail_down(1));
+    p.t[0]->rail_failed(0, "test");
+    p.t[0]->rail_failed(1, "test");
+    ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 8, Route{}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_GE(std::chrono::steady_clock::now() - start,
+              std::chrono::milliseconds(UcxTransport::kSilentSenderStalls * 60));
+    EXPECT_EQ(in, out);
+    EXPECT_TRUE(p.t[1]->rail_down(0));
+    EXPECT_TRUE(p.t[1]->rail_down(1));
+}
+
 // A receiver that gives up on a rail while the sender is merely late: the
 // sender, answered before its piece left, sends it below too and stops
 // driving its rail (its send may still read the buffer). Nothing is lost.

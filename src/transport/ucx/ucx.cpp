@@ -76,6 +76,18 @@ bool UcxTransport::rail_left_out(int r) const {
 }
 
 UcxTransport::~UcxTransport() {
+    // Detached sends may still owe a receiver a piece: their answers are
+    // waited for (a receiver answers within its own deadline), so that a
+    // rank that frees the communicator right after a call (MPI_Finalize)
+    // leaves nobody waiting.
+    const uint64_t give_up = now_ns() + (kSilentSenderStalls + 1) * stall_ns_ + 10000000000ull;
+    while (below_ && !detached_.empty() && now_ns() < give_up) {
+        if (test_many(nullptr, 0, nullptr, nullptr) != LOOM_SUCCESS) break;
+        if (!detached_.empty()) below_->idle();
+    }
+    if (!detached_.empty())
+        std::fprintf(stderr, "loom: rank %d: %zu rail messages were never answered by their receivers\n", rank_,
+                     detached_.size());
     // Operations still posted (a failed collective) are cancelled: their
     // buffers belong to the caller, who is going away.
     for (Op &op : ops_) cancel(op);
@@ -94,6 +106,7 @@ void UcxTransport::cancel(Op &op) {
 
 void UcxTransport::free_op(uint32_t index) {
     ops_[index].pieces = 0;
+    if (ops_[index].retained.capacity() > (size_t{1} << 20)) std::vector<char>().swap(ops_[index].retained);
     free_ops_.push_back(index);
 }
 
@@ -179,7 +192,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     op.buf = static_cast<char *>(buf);
     op.pieces = 0;
     op.arrived = op.moved = op.moved_done = 0;
-    op.answered = false;
+    op.answered = op.answer_arrived = false;
     cut(bytes, route.lane, &pieces_, route.plan);
     if (pieces_.empty()) pieces_.emplace_back(0, bytes);  // a plan made before every rail was left out
     op.striped = !send && pieces_.size() > 1;
@@ -263,13 +276,6 @@ Status UcxTransport::post_recv(void *buf, size_t bytes, int peer, uint32_t tag, 
     return post(false, buf, bytes, peer, tag, route, h);
 }
 
-Status UcxTransport::poll_below(TransportHandle *h, bool *done) {
-    unsigned char d = 0;
-    LOOM_RETURN_IF_ERROR(below_->test_many(&h, 1, &d, nullptr));
-    *done = d != 0;
-    return LOOM_SUCCESS;
-}
-
 // Finishes what the rails have finished. A rail error ends the call without
 // failover; with it, the rail is marked failed and its piece counts as missing.
 Status UcxTransport::advance_rails(Op &op) {
@@ -321,19 +327,29 @@ Status UcxTransport::advance_rails(Op &op) {
 Status UcxTransport::advance_receiver(Op &op) {
     if (!op.answered) {
         // A piece still out on a live rail past its deadline fails that rail.
+        // A sender silent on every rail is more likely stuck behind another
+        // stall than cut off: its deadline is kSilentSenderStalls stalls, so
+        // that the rank whose rail died (which sees the sender's other rails
+        // deliver) fails it first and the others are spared a false alarm.
         const uint64_t now = now_ns();
+        const std::vector<uint64_t> &last = last_arrival_ns_[static_cast<size_t>(op.peer)];
         for (int k = 0; k < op.pieces; ++k) {
             const size_t r = static_cast<size_t>(op.rail[k]);
             if ((op.arrived >> k & 1) || op.worker[k]->down) continue;
-            const uint64_t since = std::max(op.posted_ns, last_arrival_ns_[static_cast<size_t>(op.peer)][r]);
+            const uint64_t since = std::max(op.posted_ns, last[r]);
+            uint64_t elsewhere = 0;  // the sender's latest delivery on another live rail
+            for (size_t other = 0; other < last.size(); ++other)
+                if (other != r && !worker_[other]->down) elsewhere = std::max(elsewhere, last[other]);
             const double rate = rates_[r] > 0 ? rates_[r] : 1e6;  // unmeasured: as if 1 MB/s
-            const uint64_t deadline =
-                since + stall_ns_ + static_cast<uint64_t>(static_cast<double>(op.expected[k]) / rate * 1e9);
-            if (now > deadline)
+            const uint64_t expected = static_cast<uint64_t>(static_cast<double>(op.expected[k]) / rate * 1e9);
+            const bool alive = elsewhere > since;
+            const uint64_t from = alive ? elsewhere : since;
+            if (now > from + (alive ? 1 : kSilentSenderStalls) * stall_ns_ + expected)
                 fail_worker(op, k,
-                            "nothing from rank " + std::to_string(op.peer) + " for " +
-                                std::to_string((now - since) / 1000000) + " ms (rail_stall_ms = " +
-                                std::to_string(stall_ns_ / 1000000) + " beyond a piece's expected time)");
+                            "nothing from rank " + std::to_string(op.peer) + " on it for " +
+                                std::to_string((now - since) / 1000000) + " ms" +
+                                (alive ? " while its other rails delivered" : ", nor on any other rail") +
+                                " (rail_stall_ms = " + std::to_string(stall_ns_ / 1000000) + ")");
         }
         // Answered once, when every piece either arrived or is on a failed rail.
         uint8_t missing = 0;
@@ -361,20 +377,12 @@ Status UcxTransport::advance_receiver(Op &op) {
         op.moved = missing;
         op.answered = true;
     }
-    for (int k = 0; k < op.pieces; ++k) {
-        if (!(op.moved >> k & 1) || (op.moved_done >> k & 1)) continue;
-        bool done = false;
-        LOOM_RETURN_IF_ERROR(poll_below(&op.around[k], &done));
-        if (done) op.moved_done |= static_cast<uint8_t>(1u << k);
-    }
     return LOOM_SUCCESS;
 }
 
 Status UcxTransport::advance_sender(Op &op) {
     if (!op.answered) {
-        bool done = false;
-        LOOM_RETURN_IF_ERROR(poll_below(&op.answer, &done));
-        if (!done) return LOOM_SUCCESS;
+        if (!op.answer_arrived) return LOOM_SUCCESS;
         const uint32_t w = op.answer_word;
         if ((w & (kCallTags - 1)) != (op.tag & (kCallTags - 1)) || (w >> 12 & 0xff) != op.number ||
             (w >> 20) >> op.pieces)
@@ -398,17 +406,10 @@ Status UcxTransport::advance_sender(Op &op) {
             ++counts_[r].pieces_sent_below;
         }
     }
-    for (int k = 0; k < op.pieces; ++k) {
-        if (!(op.moved >> k & 1) || (op.moved_done >> k & 1)) continue;
-        bool done = false;
-        LOOM_RETURN_IF_ERROR(poll_below(&op.around[k], &done));
-        if (done) op.moved_done |= static_cast<uint8_t>(1u << k);
-    }
     return LOOM_SUCCESS;
 }
 
-Status UcxTransport::advance(Op &op, bool *finished) {
-    LOOM_RETURN_IF_ERROR(advance_rails(op));
+Status UcxTransport::settle(Op &op, bool *finished) {
     const uint8_t all = static_cast<uint8_t>((1u << op.pieces) - 1);
     if (!below_) {
         *finished = op.arrived == all;
@@ -419,11 +420,79 @@ Status UcxTransport::advance(Op &op, bool *finished) {
     return LOOM_SUCCESS;
 }
 
+void UcxTransport::gather_below(Op &op, uint32_t index) {
+    if (op.send && !op.answered && !op.answer_arrived) {
+        below_handles_.push_back(&op.answer);
+        below_owners_.emplace_back(index, -1);
+    }
+    for (int k = 0; k < op.pieces; ++k)
+        if ((op.moved >> k & 1) && !(op.moved_done >> k & 1)) {
+            below_handles_.push_back(&op.around[k]);
+            below_owners_.emplace_back(index, k);
+        }
+}
+
+// One test below for every answer and piece there, so that a poll drives
+// the PML or MPI once however many messages wait on it.
+Status UcxTransport::poll_everything_below(TransportHandle *const *hs, size_t n) {
+    below_handles_.clear();
+    below_owners_.clear();
+    for (size_t i = 0; i < n; ++i) gather_below(ops_[op_index(hs[i])], op_index(hs[i]));
+    for (uint32_t index : detached_) gather_below(ops_[index], index);
+    for (auto &a : answers_) {
+        below_handles_.push_back(&a->h);
+        below_owners_.emplace_back(kNoOp, -1);
+    }
+    if (below_handles_.empty()) return LOOM_SUCCESS;
+    below_done_.assign(below_handles_.size(), 0);
+    LOOM_RETURN_IF_ERROR(below_->test_many(below_handles_.data(), below_handles_.size(), below_done_.data(), nullptr));
+    bool answers_done = false;
+    for (size_t j = 0; j < below_handles_.size(); ++j) {
+        if (!below_done_[j]) continue;
+        const uint32_t index = below_owners_[j].first;
+        const int k = below_owners_[j].second;
+        if (index == kNoOp) {
+            answers_done = true;
+        } else if (k < 0) {
+            ops_[index].answer_arrived = true;
+        } else {
+            ops_[index].moved_done |= static_cast<uint8_t>(1u << k);
+        }
+    }
+    if (answers_done) {
+        // Their handles come last, in order.
+        const size_t first = below_handles_.size() - answers_.size();
+        size_t kept = 0;
+        for (size_t a = 0; a < answers_.size(); ++a)
+            if (!below_done_[first + a]) answers_[kept++] = std::move(answers_[a]);
+        answers_.resize(kept);
+    }
+    return LOOM_SUCCESS;
+}
+
+// A send whose rail pieces all left needs no more of the caller's buffer:
+// a copy answers for it until the receiver has, and the caller moves on
+// without waiting for the answer, which may queue behind bulk data on a
+// busy link. The copies in flight are bounded (kRetainMaxBytes); beyond
+// that a send waits for its answer.
+bool UcxTransport::detach(Op &op, uint32_t index) {
+    const uint8_t all = static_cast<uint8_t>((1u << op.pieces) - 1);
+    if (!op.send || op.answered || op.arrived != all) return false;
+    size_t bytes = 0;
+    for (int k = 0; k < op.pieces; ++k) bytes += op.expected[k];
+    if (retained_bytes_ + bytes > kRetainMaxBytes) return false;
+    op.retained.assign(op.buf, op.buf + bytes);
+    op.buf = op.retained.data();
+    retained_bytes_ += bytes;
+    detached_.push_back(index);
+    return true;
+}
+
 Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will
     // be posted for it (which then drives the workers).
-    if (n == 0 && free_ops_.size() == ops_.size() && answers_.empty()) {
+    if (n == 0 && free_ops_.size() == ops_.size() && answers_.empty()) {  // detached ops are not free
         if (moved) *moved = false;
         return LOOM_SUCCESS;
     }
@@ -433,21 +502,27 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     for (const auto &w : worker_)
         if (!w->down) events += ucp_worker_progress(w->handle);
     movements_ += events;
-    for (size_t i = 0; i < answers_.size();) {
-        bool sent = false;
-        LOOM_RETURN_IF_ERROR(poll_below(&answers_[i]->h, &sent));
-        if (sent) {
-            answers_[i] = std::move(answers_.back());
-            answers_.pop_back();
-        } else {
-            ++i;
-        }
-    }
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
         const uint32_t index = op_index(hs[i]);
+        const Status st = advance_rails(ops_[index]);
+        if (st != LOOM_SUCCESS) {
+            cancel(ops_[index]);
+            free_op(index);
+            return st;
+        }
+    }
+    // What waits below (answers, pieces moved) is polled when the rails were
+    // idle, and every kBelowPollEvery polls: testing the PML drives Open
+    // MPI's progress engine, which gives the core away when it finds nothing.
+    if (below_ && (events == 0 || ++polls_since_below_ >= kBelowPollEvery)) {
+        polls_since_below_ = 0;
+        LOOM_RETURN_IF_ERROR(poll_everything_below(hs, n));
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t index = op_index(hs[i]);
         bool finished = false;
-        const Status st = advance(ops_[index], &finished);
+        const Status st = settle(ops_[index], &finished);
         if (st != LOOM_SUCCESS) {
             cancel(ops_[index]);
             free_op(index);
@@ -457,6 +532,22 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
         if (finished) {
             free_op(index);
             any = true;
+        } else if (below_ && detach(ops_[index], index)) {
+            done[i] = 1;
+            any = true;
+        }
+    }
+    for (size_t d = 0; d < detached_.size();) {
+        const uint32_t index = detached_[d];
+        bool finished = false;
+        LOOM_RETURN_IF_ERROR(settle(ops_[index], &finished));
+        if (finished) {
+            retained_bytes_ -= ops_[index].retained.size();
+            free_op(index);
+            detached_[d] = detached_.back();
+            detached_.pop_back();
+        } else {
+            ++d;
         }
     }
     if (moved) *moved = events > 0 || any;

@@ -10,7 +10,9 @@
 // that transport, which pieces did not arrive on the rails; the sender keeps
 // its buffer until told and sends those pieces again below. A piece counts as
 // lost when its rail failed here: an error, or nothing from its sender on
-// that rail for rail_stall_ms beyond the time the piece should take. A failed
+// that rail for rail_stall_ms beyond the time the piece should take while
+// its other rails delivered (kSilentSenderStalls times that when the sender
+// is silent on every rail: stuck behind someone else's stall). A failed
 // rail is never progressed again on this rank (operations abandoned on it
 // may point at reused buffers); the ranks agree at a periodic point to leave
 // it out of later plans, and bring it back on a fresh worker once its
@@ -70,6 +72,8 @@ class UcxTransport final : public Transport {
     // tag the communicator uses.
     static constexpr uint32_t kBelowTagFirst = 1u << 24;
     static constexpr uint32_t kBelowTagEnd = kBelowTagFirst + ((kMaxRails + 1) * 256u << 12);
+    // A sender silent on every rail fails a rail after this many stall times.
+    static constexpr int kSilentSenderStalls = 5;
 
     UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int size, UcxPeers peers, const UcxOptions &options);
     ~UcxTransport() override;
@@ -168,7 +172,9 @@ class UcxTransport final : public Transport {
         uint8_t moved_done = 0;   // of those, finished
         bool send = false;
         bool striped = false;
-        bool answered = false;    // receiver: answer posted; sender: answer received
+        bool answered = false;    // receiver: answer posted; sender: answer read
+        bool answer_arrived = false;  // sender: the answer is in answer_word
+        std::vector<char> retained;   // a detached send's copy of its message
     };
     struct WeightSet {
         uint32_t first_plan;
@@ -181,13 +187,17 @@ class UcxTransport final : public Transport {
         uint32_t word;
     };
     Status post(bool send, void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h);
-    // Polls the op; *finished once every piece is in place (receiver) or
-    // known to have arrived (sender).
-    Status advance(Op &op, bool *finished);
+    // Polling an op: its rail requests, then (all ops' at once) what waits
+    // below, then what follows; *finished once every piece is in place
+    // (receiver) or known to have arrived (sender).
     Status advance_rails(Op &op);
+    Status poll_everything_below(TransportHandle *const *hs, size_t n);
+    void gather_below(Op &op, uint32_t index);
+    Status settle(Op &op, bool *finished);
     Status advance_receiver(Op &op);
     Status advance_sender(Op &op);
-    Status poll_below(TransportHandle *h, bool *done);
+    bool detach(Op &op, uint32_t index);
+    static constexpr uint32_t kNoOp = 0xffffffffu;
     void cancel(Op &op);
     // Fails piece k's worker: the rail, or an older worker of it.
     void fail_worker(Op &op, int k, const std::string &why);
@@ -226,6 +236,14 @@ class UcxTransport final : public Transport {
     std::vector<std::vector<uint8_t>> send_numbers_, receive_numbers_;  // per peer, per tag
     std::vector<std::vector<uint64_t>> last_arrival_ns_;  // per peer and rail
     std::vector<std::unique_ptr<Answer>> answers_;       // answers still being sent
+    std::vector<uint32_t> detached_;  // sends reported done, kept (with a copy) until answered
+    std::vector<TransportHandle *> below_handles_;     // scratch for one test below
+    std::vector<std::pair<uint32_t, int>> below_owners_;  // op (kNoOp: an answer) and piece (-1: the answer)
+    std::vector<unsigned char> below_done_;
+    static constexpr unsigned kBelowPollEvery = 16;
+    static constexpr size_t kRetainMaxBytes = size_t{64} << 20;
+    size_t retained_bytes_ = 0;
+    unsigned polls_since_below_ = 0;
     std::vector<RailEvent> events_;
 
     struct RailCounts {
