@@ -261,6 +261,15 @@ bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, 
     return ok;
 }
 
+// A rail left out or back: in the rails' state with its time and, from rank 0, in the log.
+void announce(Communicator &c, UcxTransport &t, int rail, bool back) {
+    const std::string when = format_wall_ms(wall_ms());
+    c.rails_changed(t.rail_name(rail) + (back ? " back at " : " left out at ") + when);
+    if (c.rank() == 0)
+        std::fprintf(stderr, "loom: rail %s %s the calls that start from now on (%s)\n", t.rail_name(rail).c_str(),
+                     back ? "back in" : "left out of", when.c_str());
+}
+
 // The periodic agreement on the rails. (1) A rail that failed on any rank
 // is left out of the calls that start from now on, and fails here too.
 // (2) A rail left out comes back, on a fresh worker, once its interface is up
@@ -290,11 +299,7 @@ void check_rails(Communicator &c, void *context) {
             t.rail_failed(rail, "it failed on " + std::to_string(failed_on) + " rank(s)");
             next[r] = 0;
             changed = true;
-            const std::string when = format_wall_ms(wall_ms());
-            c.rails_changed(t.rail_name(rail) + " left out at " + when);
-            if (c.rank() == 0)
-                std::fprintf(stderr, "loom: rail %s left out of the calls that start from now on (%s)\n",
-                             t.rail_name(rail).c_str(), when.c_str());
+            announce(c, t, rail, false);
         } else if (t.rail_left_out(rail) && t.fails_over() && sums[3 * rails + r] == 0) {
             std::shared_ptr<RailWorker> w;
             std::vector<ucp_ep_h> endpoints;
@@ -314,11 +319,7 @@ void check_rails(Communicator &c, void *context) {
             t.rail_came_back(rail, "its interfaces are up and a handshake crossed it on a fresh worker");
             next[r] = t.given_weight(rail);
             changed = true;
-            const std::string when = format_wall_ms(wall_ms());
-            c.rails_changed(t.rail_name(rail) + " back at " + when);
-            if (c.rank() == 0)
-                std::fprintf(stderr, "loom: rail %s back in the calls that start from now on (%s)\n",
-                             t.rail_name(rail).c_str(), when.c_str());
+            announce(c, t, rail, true);
         }
     }
     if (changed) {
