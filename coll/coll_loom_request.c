@@ -16,7 +16,8 @@
 typedef struct mca_coll_loom_request_t {
     ompi_request_t super;
     mca_coll_loom_module_t *module;
-    loom_request_t running; /* the libloom request while active, else NULL */
+    loom_request_t running;    /* the libloom request while active, else NULL */
+    loom_request_t persistent; /* MPIX_*_init: libloom's persistent request, made at init; else NULL */
     /* the call, kept for persistent restarts */
     enum coll_loom_collective collective;
     const void *sbuf;
@@ -49,7 +50,7 @@ static int loom_progress(void) {
         }
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: nonblocking collective failed: %s\n", loom_last_error());
-            if (r->running) { /* an error leaves the request to be freed by us */
+            if (r->running && !r->persistent) { /* an error leaves the request to be freed by us */
                 loom_request_t dead = r->running;
                 loom_request_free(&dead);
             }
@@ -97,7 +98,10 @@ static int activate(mca_coll_loom_request_t *r) {
 static int start_one(mca_coll_loom_request_t *r) {
     loom_comm_t lc = r->module->loom;
     int rc;
-    switch (r->collective) {
+    if (r->persistent) {
+        rc = loom_start(r->persistent);
+        if (rc == LOOM_SUCCESS) r->running = r->persistent;
+    } else switch (r->collective) {
         case COLL_LOOM_ALLREDUCE:
             rc = loom_iallreduce(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
             break;
@@ -126,6 +130,22 @@ static int start_one(mca_coll_loom_request_t *r) {
     return activate(r);
 }
 
+/* Makes libloom's persistent request for `r` (MPIX_*_init): the plan, its
+ * scratch and bookkeeping are made here, so that MPI_Start allocates nothing. */
+static int init_one(mca_coll_loom_request_t *r) {
+    loom_comm_t lc = r->module->loom;
+    switch (r->collective) {
+        case COLL_LOOM_ALLREDUCE:
+            return loom_allreduce_init(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->persistent);
+        case COLL_LOOM_REDUCE_SCATTER:
+            return loom_reduce_scatter_init(r->sbuf, r->rbuf, r->counts, r->type, r->op, lc, &r->persistent);
+        case COLL_LOOM_REDUCE_SCATTER_BLOCK:
+            return loom_reduce_scatter_block_init(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->persistent);
+        case COLL_LOOM_ALLGATHER: return loom_allgather_init(r->sbuf, r->rbuf, r->count, r->type, lc, &r->persistent);
+        default: return loom_alltoall_init(r->sbuf, r->rbuf, r->count, r->type, lc, &r->persistent);
+    }
+}
+
 static int request_start(size_t count, ompi_request_t **requests) {
     for (size_t i = 0; i < count; ++i) {
         mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)requests[i];
@@ -144,6 +164,7 @@ static int request_free(ompi_request_t **request) {
     /* Freeing an active request: finish it first, Loom never leaves a user
      * buffer half written. */
     while (r->running) opal_progress();
+    if (r->persistent) loom_request_free(&r->persistent);
     free(r->counts);
     OMPI_REQUEST_FINI(&r->super);
     OBJ_RELEASE(r);
@@ -171,6 +192,7 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->super.req_start = persistent ? request_start : NULL;
     r->module = m;
     r->running = NULL;
+    r->persistent = NULL;
     r->collective = c;
     r->sbuf = sbuf; /* MPI_IN_PLACE already where sbuf == rbuf means in place (the table's in_place) */
     r->rbuf = rbuf;
@@ -191,10 +213,9 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     }
     int rc = LOOM_SUCCESS;
     if (persistent) {
-        /* Choose the algorithm now, so a forced one that cannot run this
+        /* The algorithm is chosen now, so a forced one that cannot run this
          * call is handed back at init rather than failing MPI_Start. */
-        rc = loom_comm_prepare(m->loom, mca_coll_loom_collective_name(c), r->count, r->counts, type,
-                               r->sbuf == MPI_IN_PLACE, NULL);
+        rc = init_one(r);
     } else {
         rc = start_one(r);
     }

@@ -279,9 +279,27 @@ int loom_iallgather(const void *sendbuf, void *recvbuf, int64_t count, loom_data
 int loom_ialltoall(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
                    loom_request_t *req);
 
-/* Requests. test sets *done and frees the request when done; wait frees it.
- * loom_request_free on an active request waits for it first (Loom never
- * leaves user buffers half written). */
+/* Persistent collectives (MPI 4's MPI_Allreduce_init ...): the call is
+ * checked and its plan, scratch and bookkeeping made once, here; each
+ * loom_start runs it again and allocates nothing. The request starts
+ * inactive; loom_test and loom_wait leave it, inactive, for the next start;
+ * loom_request_free frees it. Starting an active request is an error. */
+int loom_allreduce_init(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
+                        loom_comm_t comm, loom_request_t *req);
+int loom_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int64_t *recvcounts, loom_datatype_t type,
+                             loom_op_t op, loom_comm_t comm, loom_request_t *req);
+int loom_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int64_t recvcount, loom_datatype_t type,
+                                   loom_op_t op, loom_comm_t comm, loom_request_t *req);
+int loom_allgather_init(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                        loom_request_t *req);
+int loom_alltoall_init(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                       loom_request_t *req);
+int loom_start(loom_request_t req);
+
+/* Requests. test sets *done and frees a nonblocking request when done; wait
+ * frees it (a persistent one stays, inactive). loom_request_free on an
+ * active request waits for it first (Loom never leaves user buffers half
+ * written). */
 int loom_test(loom_request_t *req, int *done);
 int loom_wait(loom_request_t *req);
 int loom_request_free(loom_request_t *req);

@@ -74,8 +74,12 @@ Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size
 bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
 // Common front half of every collective: checks, then start.
+// How a call runs: now to completion, started (a request), or persistent
+// (a request started later, as often as wanted).
+enum class Launch { blocking, nonblocking, persistent };
+
 Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
-                  loom_op_t op, bool reduces, std::unique_ptr<Request> *req) {
+                  loom_op_t op, bool reduces, std::unique_ptr<Request> *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
         LOOM_RETURN_IF_ERROR(check_reduction(type, op));
@@ -97,8 +101,12 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     call.recvbuf = recvbuf;
     call.type = type;
     call.op = op;
-    // No request wanted: a blocking call, run on the communicator's reusable request.
-    return req ? c.start(std::move(full), call, req) : c.run(std::move(full), call);
+    // A blocking call runs on the communicator's reusable request.
+    switch (launch) {
+        case Launch::blocking: return c.run(std::move(full), call);
+        case Launch::nonblocking: return c.start(std::move(full), call, req);
+        default: return c.init(std::move(full), call, req);
+    }
 }
 
 int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
@@ -121,16 +129,16 @@ size_t elem_size_or_one(loom_datatype_t t) {
 int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl->size() : 1; }
 
 Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
-                      std::unique_ptr<Request> *req) {
+                      std::unique_ptr<Request> *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), 1));
     CollArgs a;
     a.collective = Collective::allreduce;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, op, true, req);
+    return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
 Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
-                           loom_comm_t comm, std::unique_ptr<Request> *req) {
+                           loom_comm_t comm, std::unique_ptr<Request> *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvcounts is NULL");
     CollArgs a;
@@ -149,25 +157,25 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     }
     if (total_bytes > kMaxBufferBytes)
         return fail(LOOM_ERR_INVALID_COUNT, "the sum of recvcounts is too large to address");
-    return start_call(comm, std::move(a), s, r, t, op, true, req);
+    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
 }
 
 Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
-                                 loom_comm_t comm, std::unique_ptr<Request> *req) {
+                                 loom_comm_t comm, std::unique_ptr<Request> *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "recvcount", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = Collective::reduce_scatter_block;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, op, true, req);
+    return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
 Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
-                        std::unique_ptr<Request> *req) {
+                        std::unique_ptr<Request> *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = c;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, LOOM_SUM, false, req);
+    return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
 }
 
 // Wraps a transport into a public communicator with `config`.
@@ -536,57 +544,98 @@ int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
 }
 
 int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm) {
-    return make_allreduce(s, r, count, t, op, comm, nullptr);
+    return make_allreduce(s, r, count, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                     loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
-    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req), req, out);
+    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req, Launch::nonblocking), req, out);
 }
 int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                         loom_comm_t comm) {
-    return make_reduce_scatter(s, r, counts, t, op, comm, nullptr);
+    return make_reduce_scatter(s, r, counts, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                          loom_comm_t comm, loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req), req, out);
+    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req, Launch::nonblocking), req, out);
 }
 int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                               loom_comm_t comm) {
-    return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr);
+    return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                                loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req), req, out);
+    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req, Launch::nonblocking), req, out);
 }
 int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
-    return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr);
+    return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req), req, out);
+    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req, Launch::nonblocking), req,
+                       out);
 }
 int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
-    return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr);
+    return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
     std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req), req, out);
+    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req, Launch::nonblocking), req,
+                       out);
 }
 
+int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
+                        loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req, Launch::persistent), req, out);
+}
+int loom_reduce_scatter_init(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
+                             loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req, Launch::persistent), req, out);
+}
+int loom_reduce_scatter_block_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
+                                   loom_comm_t comm, loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req, Launch::persistent), req, out);
+}
+int loom_allgather_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
+                        loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req, Launch::persistent), req,
+                       out);
+}
+int loom_alltoall_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
+                       loom_request_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req, Launch::persistent), req,
+                       out);
+}
+
+int loom_start(loom_request_t req) {
+    if (!req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: request is NULL");
+    return req->impl->start();
+}
+
+// A finished request is freed, unless it is persistent: that one stays, inactive, for the next start.
 int loom_test(loom_request_t *req, int *done) {
     if (!req || !*req || !done) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_test: request or done is NULL");
     bool finished = false;
     Status st = (*req)->impl->test(&finished);
     *done = finished ? 1 : 0;
-    if (finished) {
+    if (finished && !(*req)->impl->persistent()) {
         delete *req;
         *req = nullptr;
     }
@@ -596,14 +645,20 @@ int loom_test(loom_request_t *req, int *done) {
 int loom_wait(loom_request_t *req) {
     if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_wait: request is NULL");
     Status st = (*req)->impl->wait();
-    delete *req;
-    *req = nullptr;
+    if (!(*req)->impl->persistent()) {
+        delete *req;
+        *req = nullptr;
+    }
     return st;
 }
 
 int loom_request_free(loom_request_t *req) {
     if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_request_free: request is NULL");
-    return loom_wait(req);
+    // An active request is finished first: Loom never leaves a user buffer half written.
+    Status st = (*req)->impl->wait();
+    delete *req;
+    *req = nullptr;
+    return st;
 }
 
 }  // extern "C"

@@ -17,6 +17,15 @@ Request::~Request() {
     if (!comm_) return;
     auto &active = comm_->active_;
     active.erase(std::remove(active.begin(), active.end(), this), active.end());
+    if (persistent_) --comm_->persistent_requests_;
+}
+
+Status Request::start() {
+    if (!persistent_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: not a persistent request (make one with a loom_*_init call)");
+    if (!finished_)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: the request is still active (test or wait for it first)");
+    return comm_->launch(*this, args_, call_, plan_, false);
 }
 
 Status Request::advance() {
@@ -196,6 +205,32 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
     return LOOM_SUCCESS;
 }
 
+Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
+    auto req = std::make_unique<Request>();
+    started_any_ = true;
+    complete_args(args, call.type, call.in_place);
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    req->comm_ = this;
+    req->persistent_ = true;
+    req->finished_ = true;  // inactive until started
+    req->plan_ = *plan;
+    req->program_ = plan->program;
+    req->call_ = call;
+    // Storage a start would otherwise grow on its first run.
+    req->scratch_.resize(plan->program->scratch_count * args.elem_size);
+    if (args.in_place && !plan->algorithm->in_place_aliasing_safe)
+        req->snapshot_.reserve(args.input_count() * args.elem_size);
+    ExecutionBuffers none;
+    req->execution_ = std::make_unique<Execution>(req->program_.get(), *router_, 0, none);
+    req->execution_->reserve();
+    ++persistent_requests_;
+    active_.reserve(active_.size() + persistent_requests_ + 1);
+    req->args_ = std::move(args);
+    *out = std::move(req);
+    return LOOM_SUCCESS;
+}
+
 Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     if (started_any_)
         return fail(LOOM_ERR_INVALID_ARGUMENT,
@@ -222,14 +257,19 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
 
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
-    const int ci = static_cast<int>(args.collective);
-    last_algorithm_[ci] = plan->algorithm->name;
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1 && rank() == 0) explain_once(args);
     if (verbose >= 2)
         std::fprintf(stderr, "loom[%d]: %s -> %s (%s)\n", rank(), args.describe().c_str(), plan->algorithm->name,
                      plan->why.c_str());
+    return launch(req, args, call, *plan, blocking);
+}
 
+Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
+                            bool blocking) {
+    const CachedPlan *plan = &planned;
+    started_any_ = true;
+    last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;

@@ -20,25 +20,13 @@ namespace loom {
 
 class Communicator;
 
-// A started collective. Testing or waiting on one request progresses every
-// active request of its communicator: otherwise two ranks waiting on
-// different requests, each needing the other's progress, would deadlock.
-class Request {
-  public:
-    ~Request();
-    Status test(bool *done);
-    Status wait();
-
-  private:
-    friend class Communicator;
-    Status advance();  // progresses this request only
-    Communicator *comm_ = nullptr;
-    std::shared_ptr<const Program> program_;
-    std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
-    std::vector<unsigned char> scratch_;
-    std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
-    bool finished_ = false;
-    Status error_ = LOOM_SUCCESS;
+// A built plan: what runs, why it was chosen, its id for the transports.
+struct CachedPlan {
+    const AlgorithmInfo *algorithm = nullptr;
+    std::string why;
+    std::shared_ptr<const Program> program;
+    uint32_t id = 0;
+    Engine *engine = nullptr;  // for its local steps; null: host memory, inline
 };
 
 struct CallData {
@@ -47,6 +35,36 @@ struct CallData {
     void *recvbuf = nullptr;
     loom_datatype_t type = LOOM_BYTE;
     loom_op_t op = LOOM_SUM;  // ignored without reduction
+};
+
+// A started collective. Testing or waiting on one request progresses every
+// active request of its communicator: otherwise two ranks waiting on
+// different requests, each needing the other's progress, would deadlock.
+class Request {
+  public:
+    ~Request();
+    Status test(bool *done);
+    Status wait();
+    // Persistent requests (Communicator::init): start() runs the call again
+    // with everything resolved at init; it allocates nothing.
+    bool persistent() const { return persistent_; }
+    bool active() const { return !finished_; }
+    Status start();
+
+  private:
+    friend class Communicator;
+    Status advance();  // progresses this request only
+    Communicator *comm_ = nullptr;
+    bool persistent_ = false;
+    CollArgs args_;   // a persistent request's call
+    CallData call_;
+    CachedPlan plan_;  // its plan, kept: evicting it from the cache does not change the request
+    std::shared_ptr<const Program> program_;
+    std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
+    std::vector<unsigned char> scratch_;
+    std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
+    bool finished_ = false;
+    Status error_ = LOOM_SUCCESS;
 };
 
 class Communicator {
@@ -67,6 +85,9 @@ class Communicator {
     // algorithm knobs are filled in here. args.memory says where the buffers
     // live (host unless the caller found otherwise).
     Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
+    // A persistent request for the call, inactive: the plan, scratch and the
+    // execution's storage are resolved now, so that Request::start allocates nothing.
+    Status init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
     Status run(CollArgs args, const CallData &call);
     // Selects and builds (caches) the plan without running it.
     Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
@@ -150,13 +171,6 @@ class Communicator {
     // The selection and the plan for one key, made once. `id` names it to
     // the transports (never reused, so a request still running an evicted
     // plan keeps its transports' policy for it).
-    struct CachedPlan {
-        const AlgorithmInfo *algorithm;
-        std::string why;
-        std::shared_ptr<const Program> program;
-        uint32_t id;
-        Engine *engine;  // for its local steps; null: host memory, inline
-    };
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
@@ -174,6 +188,8 @@ class Communicator {
     // Completes args in place (they are the caller's scratch) and starts the
     // plan; a blocking call may be timed (timed_plan_).
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
+    // Runs `plan` for the call on `req` (args completed already).
+    Status launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan, bool blocking);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
@@ -188,6 +204,7 @@ class Communicator {
     std::vector<Request *> active_;
     bool progressing_ = false;
     bool started_any_ = false;
+    size_t persistent_requests_ = 0;  // alive: active_ keeps room for all of them
     int shared_memory_ranks_ = 1;
     // The attached rings: the largest message they carry (fixed when they
     // were attached, as the transport's) and their size; alltoall pieces fit them.

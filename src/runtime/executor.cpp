@@ -1,5 +1,6 @@
 #include "runtime/executor.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/host/host.hpp"
@@ -20,6 +21,21 @@ void Execution::reset(const Program *program, uint32_t tag, const ExecutionBuffe
     active_.clear();
     active_local_.clear();
     completed_ = 0;
+}
+
+void Execution::reserve() {
+    const size_t steps = program_->size();
+    unmet_.reserve(steps);
+    ready_.reserve(steps);
+    active_.reserve(steps);
+    active_local_.reserve(steps);
+    handles_.reserve(steps);
+    done_flags_.reserve(steps);
+    in_flight_.reserve(2 * transport_ranks_);
+    held_.reserve(2 * transport_ranks_);
+    int lanes = 1;
+    for (const Step &s : program_->steps) lanes = std::max(lanes, static_cast<int>(s.lane) + 1);
+    transport_.reserve(steps, lanes);
 }
 
 unsigned char *Execution::address(const Slice &s) const {

@@ -30,6 +30,9 @@ class Execution {
     // Re-arms for another run, keeping the vectors' capacity (no allocation
     // on the small-message path).
     void reset(const Program *program, uint32_t tag, const ExecutionBuffers &buffers);
+    // Sizes the vectors a run of the program can need (a persistent request's
+    // starts then allocate nothing).
+    void reserve();
     // Posts/runs everything that is ready. Call once, then progress() until done.
     Status start();
     // Advances; sets *done when every step has completed.

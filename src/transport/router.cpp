@@ -26,6 +26,16 @@ void Router::add_preferred(std::unique_ptr<Transport> t) {
     order_.insert(order_.begin(), transports_.size() - 1);
 }
 
+void Router::reserve(size_t operations, int lanes) {
+    for (Entry &e : transports_) {
+        e.handles.reserve(operations);
+        e.slots.reserve(operations);
+        e.done.reserve(operations);
+        if (e.lanes.size() < static_cast<size_t>(lanes)) e.lanes.resize(static_cast<size_t>(lanes));
+        e.transport->reserve(operations, lanes);
+    }
+}
+
 Router::Entry &Router::carrier_for(int peer, size_t bytes, const Route &route, int *channel) {
     const size_t last = order_.size() - 1;
     for (size_t k = 0; k < last; ++k) {

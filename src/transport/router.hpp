@@ -34,6 +34,7 @@ class Router final : public Transport {
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
     Status idle() override;
+    void reserve(size_t operations, int lanes) override;
     bool drives_progress_engine() const override;
     bool oversubscribed() const override { return oversubscribed_; }
     void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;

@@ -88,6 +88,9 @@ class Transport {
         *done = d != 0;
         return LOOM_SUCCESS;
     }
+    // Room for `operations` posted at once on up to `lanes` lanes, made now
+    // (a persistent request's init), so that posting later allocates nothing.
+    virtual void reserve(size_t operations, int lanes) {}
     // Called when a poll found nothing to do: drive the progress engine
     // below once (Open MPI's gives the core away when oversubscribed).
     virtual Status idle() { return LOOM_SUCCESS; }

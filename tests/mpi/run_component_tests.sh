@@ -358,4 +358,17 @@ if [ -n "$after" ] && [ "$after" != "$before" ]; then
 else
     echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
 fi
+# Persistent collectives through libloom's API and MPI_Start via coll/loom:
+# every result right and no allocation by Loom in any start.
+for np in 1 2 3 4 5; do
+    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+        --mca coll_loom_priority 100 "$build/tests/mpi/test_persistent" >"$log" 2>&1 &&
+        grep -q "^test_persistent np=$np: 0 wrong elements; allocations outside Open MPI: 0 in loom_start, 0 in MPI_Start" "$log"; then
+        echo "PASS: $(grep "^test_persistent np=$np:" "$log")"
+    else
+        echo "FAIL: test_persistent np=$np"
+        tail -15 "$log"
+        status=1
+    fi
+done
 exit $status

@@ -24,12 +24,12 @@ class ExternalTransport final : public Transport {
                      TransportHandle *h) override {
         void *handle = nullptr;
         const int rc = ops_.isend(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
-        return keep(rc, handle, h, "send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
+        return keep(rc, handle, h, "send", bytes, "to", peer);
     }
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override {
         void *handle = nullptr;
         const int rc = ops_.irecv(ops_.context, buf, bytes, peer, tag, route.lane, &handle);
-        return keep(rc, handle, h, "receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer));
+        return keep(rc, handle, h, "receive", bytes, "from", peer);
     }
     bool drives_progress_engine() const override { return true; }
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *) override {
@@ -40,6 +40,8 @@ class ExternalTransport final : public Transport {
         return LOOM_SUCCESS;
     }
 
+    void reserve(size_t operations, int) override { handles_.reserve(operations); }
+
     Status idle() override {
         if (ops_.test_many(ops_.context, nullptr, 0, nullptr) != 0)
             return fail(LOOM_ERR_TRANSPORT, "the caller's transport failed while progressing");
@@ -47,9 +49,13 @@ class ExternalTransport final : public Transport {
     }
 
   private:
-    // Stores the caller's handle of a posted operation, or says which failed.
-    static Status keep(int rc, void *handle, TransportHandle *h, const std::string &what) {
-        if (rc != 0) return fail(LOOM_ERR_TRANSPORT, what + " failed in the caller's transport");
+    // Stores the caller's handle of a posted operation, or says which failed
+    // (the message is built only then: every message passes here).
+    static Status keep(int rc, void *handle, TransportHandle *h, const char *what, size_t bytes, const char *to,
+                       int peer) {
+        if (rc != 0)
+            return fail(LOOM_ERR_TRANSPORT, std::string(what) + " of " + std::to_string(bytes) + " bytes " + to +
+                                                " rank " + std::to_string(peer) + " failed in the caller's transport");
         std::memcpy(h->bytes, &handle, sizeof(handle));
         return LOOM_SUCCESS;
     }

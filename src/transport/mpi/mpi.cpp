@@ -64,6 +64,10 @@ class MpiTransport final : public Transport {
     }
 
     bool drives_progress_engine() const override { return true; }
+    void reserve(size_t operations, int) override {
+        requests_.reserve(2 * operations);
+        indices_.reserve(2 * operations);
+    }
     Status idle() override {
         // A probe that finds nothing runs MPI's progress engine once (Open
         // MPI's yields there when oversubscribed); it receives nothing.

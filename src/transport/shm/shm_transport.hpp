@@ -7,6 +7,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "transport/shm/copy_path_chooser.hpp"
 #include "transport/shm/layout.hpp"
 #include "transport/shm/shm.hpp"
+#include "core/fifo.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -55,14 +57,14 @@ struct Unexpected {
 };
 
 struct PeerState {
-    std::deque<ShmOp *> sends;  // in posting order; the front may be partly written
+    Fifo<ShmOp *> sends;  // in posting order; the front may be partly written
     uint64_t send_next = 0;     // next cell to write in the peer's inbox
     // Single-copy sends handed over, with their cell, until the peer has read them.
-    std::deque<std::pair<ShmOp *, uint64_t>> reading;
+    Fifo<std::pair<ShmOp *, uint64_t>> reading;
     // As a receiver: whether we may read this peer's memory (0: not tried,
     // kSingleCopyAllowed, kSingleCopyRefused).
     uint8_t single_copy = 0;
-    std::deque<ShmOp *> recvs;  // posted, not yet matched, in posting order
+    Fifo<ShmOp *> recvs;  // posted, not yet matched, in posting order
     uint64_t recv_next = 0;     // next cell to read in our inbox
     // The message being read: straight into a receive, or into `unexpected`.
     ShmOp *in_op = nullptr;
@@ -142,6 +144,21 @@ class SharedMemoryTransport final : public Transport {
         }
         const int li = local_index_[peer];
         return static_cast<size_t>(li) == my_index_ ? -1 : li;
+    }
+
+    // Operations and queue slots for `operations` at once, made now.
+    void reserve(size_t operations, int lanes) override {
+        while (owned_ops_.size() < operations) {
+            owned_ops_.push_back(std::make_unique<ShmOp>());
+            free_ops_.push_back(owned_ops_.back().get());
+        }
+        free_ops_.reserve(owned_ops_.size());
+        const size_t per_peer = std::min<size_t>(operations, 1024);
+        for (PeerState &ps : peers_) {
+            ps.sends.reserve(per_peer);
+            ps.recvs.reserve(per_peer);
+            ps.reading.reserve(per_peer);
+        }
     }
 
     ShmOp *take_op() {
