@@ -72,15 +72,25 @@ static int applies(loom_comm_t comm, const char *collective, const char *name, c
     return 1;
 }
 
-/* Waits either way: blocking call, or nonblocking + test loop + wait. */
-static int finish(int rc, loom_request_t *req, int nonblocking) {
-    if (rc != LOOM_SUCCESS || !nonblocking) return rc;
-    int done = 0;
-    for (int i = 0; i < 3 && !done; ++i) {
-        rc = loom_test(req, &done);
+/* Waits in every form: blocking call (nb 0); nonblocking + test loop + wait
+ * (nb 1); persistent (nb 2: made by *_init, started and waited for, started
+ * once more when `again` (out of place: same input, same result), freed). */
+static int finish(int rc, loom_request_t *req, int nb, int again) {
+    if (rc != LOOM_SUCCESS || !nb) return rc;
+    for (int start = 0; start < (nb == 2 ? 1 + again : 1); ++start) {
+        if (nb == 2) {
+            rc = loom_start(*req);
+            if (rc != LOOM_SUCCESS) return rc;
+        }
+        int done = 0;
+        for (int i = 0; i < 3 && !done; ++i) {
+            rc = loom_test(req, &done);
+            if (rc != LOOM_SUCCESS) return rc;
+        }
+        if (!done) rc = loom_wait(req);
         if (rc != LOOM_SUCCESS) return rc;
     }
-    return done ? LOOM_SUCCESS : loom_wait(req);
+    return nb == 2 ? loom_request_free(req) : LOOM_SUCCESS;
 }
 
 static void run_allreduce(loom_comm_t comm, int64_t count, int in_place, int nb) {
@@ -101,18 +111,20 @@ static void run_allreduce(loom_comm_t comm, int64_t count, int in_place, int nb)
         pout[i] = pin[i];
     }
     const void *s = in_place ? LOOM_IN_PLACE : in;
-    int rc = nb ? loom_iallreduce(s, out, count, LOOM_INT, LOOM_SUM, comm, &req)
+    int rc = nb == 2 ? loom_allreduce_init(s, out, count, LOOM_INT, LOOM_SUM, comm, &req)
+             : nb    ? loom_iallreduce(s, out, count, LOOM_INT, LOOM_SUM, comm, &req)
                 : loom_allreduce(s, out, count, LOOM_INT, LOOM_SUM, comm);
-    LOOM_OK(finish(rc, &req, nb));
+    LOOM_OK(finish(rc, &req, nb, !in_place));
     for (int64_t i = 0; i < count; ++i)
         if (out[i] != 3 * size * (size - 1) / 2 + size * (int)(i % 11)) {
             CHECK(0, "allreduce int sum count=%lld i=%lld got %d", (long long)count, (long long)i, out[i]);
             break;
         }
     s = in_place ? LOOM_IN_PLACE : (const void *)din;
-    rc = nb ? loom_iallreduce(s, dout, count, LOOM_DOUBLE, LOOM_MAX, comm, &req)
+    rc = nb == 2 ? loom_allreduce_init(s, dout, count, LOOM_DOUBLE, LOOM_MAX, comm, &req)
+         : nb    ? loom_iallreduce(s, dout, count, LOOM_DOUBLE, LOOM_MAX, comm, &req)
             : loom_allreduce(s, dout, count, LOOM_DOUBLE, LOOM_MAX, comm);
-    LOOM_OK(finish(rc, &req, nb));
+    LOOM_OK(finish(rc, &req, nb, !in_place));
     for (int64_t i = 0; i < count; ++i) {
         double want = 0;
         for (int r = 0; r < size; ++r) want = (double)((r * 7 + i) % 13) > want ? (double)((r * 7 + i) % 13) : want;
@@ -123,9 +135,10 @@ static void run_allreduce(loom_comm_t comm, int64_t count, int in_place, int nb)
         }
     }
     s = in_place ? LOOM_IN_PLACE : (const void *)pin;
-    rc = nb ? loom_iallreduce(s, pout, count, LOOM_2INT, LOOM_MINLOC, comm, &req)
+    rc = nb == 2 ? loom_allreduce_init(s, pout, count, LOOM_2INT, LOOM_MINLOC, comm, &req)
+         : nb    ? loom_iallreduce(s, pout, count, LOOM_2INT, LOOM_MINLOC, comm, &req)
             : loom_allreduce(s, pout, count, LOOM_2INT, LOOM_MINLOC, comm);
-    LOOM_OK(finish(rc, &req, nb));
+    LOOM_OK(finish(rc, &req, nb, !in_place));
     for (int64_t i = 0; i < count; ++i) {
         int best = 99, at = -1;
         for (int r = 0; r < size; ++r)
@@ -154,12 +167,14 @@ static void run_reduce_scatter(loom_comm_t comm, int64_t count, int in_place, in
     const void *s = in_place ? LOOM_IN_PLACE : in;
     int rc;
     if (block)
-        rc = nb ? loom_ireduce_scatter_block(s, out, count, LOOM_UINT8, LOOM_SUM, comm, &req)
+        rc = nb == 2 ? loom_reduce_scatter_block_init(s, out, count, LOOM_UINT8, LOOM_SUM, comm, &req)
+             : nb    ? loom_ireduce_scatter_block(s, out, count, LOOM_UINT8, LOOM_SUM, comm, &req)
                 : loom_reduce_scatter_block(s, out, count, LOOM_UINT8, LOOM_SUM, comm);
     else
-        rc = nb ? loom_ireduce_scatter(s, out, counts, LOOM_UINT8, LOOM_SUM, comm, &req)
+        rc = nb == 2 ? loom_reduce_scatter_init(s, out, counts, LOOM_UINT8, LOOM_SUM, comm, &req)
+             : nb    ? loom_ireduce_scatter(s, out, counts, LOOM_UINT8, LOOM_SUM, comm, &req)
                 : loom_reduce_scatter(s, out, counts, LOOM_UINT8, LOOM_SUM, comm);
-    LOOM_OK(finish(rc, &req, nb));
+    LOOM_OK(finish(rc, &req, nb, !in_place));
     for (int64_t i = 0; i < mine; ++i) {
         unsigned char want = 0; /* uint8 sums wrap */
         for (int r = 0; r < size; ++r) want = (unsigned char)(want + (unsigned char)(r * 50 + offset + i));
@@ -184,11 +199,15 @@ static void run_gather_like(loom_comm_t comm, int64_t count, int in_place, int n
     const void *s = in_place ? LOOM_IN_PLACE : in;
     int rc;
     if (alltoall)
-        rc = nb ? loom_ialltoall(s, out, count, LOOM_LONG, comm, &req) : loom_alltoall(s, out, count, LOOM_LONG, comm);
+        rc = nb == 2 ? loom_alltoall_init(s, out, count, LOOM_LONG, comm, &req)
+             : nb    ? loom_ialltoall(s, out, count, LOOM_LONG, comm, &req)
+                     : loom_alltoall(s, out, count, LOOM_LONG, comm);
     else
         rc =
-            nb ? loom_iallgather(s, out, count, LOOM_LONG, comm, &req) : loom_allgather(s, out, count, LOOM_LONG, comm);
-    LOOM_OK(finish(rc, &req, nb));
+            nb == 2 ? loom_allgather_init(s, out, count, LOOM_LONG, comm, &req)
+            : nb    ? loom_iallgather(s, out, count, LOOM_LONG, comm, &req)
+                    : loom_allgather(s, out, count, LOOM_LONG, comm);
+    LOOM_OK(finish(rc, &req, nb, !in_place));
     for (int r = 0; r < size; ++r)
         for (int64_t i = 0; i < count; ++i) {
             long want = r * 1000000L + (alltoall ? rank * count + i : i);
@@ -254,7 +273,7 @@ int main(int argc, char **argv) {
                  name);
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k)
             for (int in_place = 0; in_place < 2; ++in_place)
-                for (int nb = 0; nb < 2; ++nb) {
+                for (int nb = 0; nb < 3; ++nb) {
                     if (c == 0) run_allreduce(comm, counts[k], in_place, nb);
                     else if (c == 1 || c == 2) run_reduce_scatter(comm, counts[k], in_place, nb, c == 2);
                     else run_gather_like(comm, counts[k] > 20000 ? counts[k] / size : counts[k], in_place, nb, c == 4);

@@ -120,6 +120,22 @@ int main(int argc, char **argv) {
     expect(loom_wait(NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "wait on null");
     int done;
     expect(loom_test(NULL, &done), LOOM_ERR_INVALID_ARGUMENT, "NULL", "test on null");
+    /* Persistent requests: start on null, on a nonblocking request, on an active one. */
+    expect(loom_start(NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "start on null");
+    expect(loom_allreduce_init(buf, out, 4, LOOM_INT, LOOM_SUM, comm, NULL), LOOM_ERR_INVALID_ARGUMENT, "request",
+           "persistent init with a null request pointer");
+    {
+        loom_request_t nb = NULL, pr = NULL;
+        expect(loom_iallreduce(buf, out, 4, LOOM_INT, LOOM_SUM, comm, &nb), LOOM_SUCCESS, NULL, "iallreduce");
+        expect(loom_start(nb), LOOM_ERR_INVALID_ARGUMENT, "not a persistent request", "start on a nonblocking request");
+        expect(loom_wait(&nb), LOOM_SUCCESS, NULL, "wait for the nonblocking request");
+        expect(loom_allreduce_init(buf, out, 4, LOOM_INT, LOOM_SUM, comm, &pr), LOOM_SUCCESS, NULL, "allreduce_init");
+        expect(loom_wait(&pr), LOOM_SUCCESS, NULL, "wait on an inactive persistent request");
+        expect(pr != NULL, 1, NULL, "a persistent request outlives its wait");
+        expect(loom_start(pr), LOOM_SUCCESS, NULL, "start");
+        expect(loom_start(pr), LOOM_ERR_INVALID_ARGUMENT, "still active", "start on an active request");
+        expect(loom_request_free(&pr), LOOM_SUCCESS, NULL, "free an active persistent request (waits first)");
+    }
 
     /* A forced algorithm that cannot run this size: an error on every rank, no hang. */
     if (size > 1 && (size & (size - 1)) != 0) {
