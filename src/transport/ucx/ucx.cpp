@@ -368,7 +368,14 @@ Status UcxTransport::advance_receiver(Op &op) {
                                                        &op.around[k]));
                 ++counts_[static_cast<size_t>(op.rail[k])].pieces_received_below;
             }
-        auto answer = std::make_unique<Answer>();
+        // From the spares: every rail message is answered, and the hot path allocates nothing.
+        std::unique_ptr<Answer> answer;
+        if (spare_answers_.empty()) {
+            answer = std::make_unique<Answer>();
+        } else {
+            answer = std::move(spare_answers_.back());
+            spare_answers_.pop_back();
+        }
         answer->word = (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 |
                        static_cast<uint32_t>(missing) << 20;
         LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, op.peer,
@@ -463,8 +470,10 @@ Status UcxTransport::poll_everything_below(TransportHandle *const *hs, size_t n)
         // Their handles come last, in order.
         const size_t first = below_handles_.size() - answers_.size();
         size_t kept = 0;
-        for (size_t a = 0; a < answers_.size(); ++a)
-            if (!below_done_[first + a]) answers_[kept++] = std::move(answers_[a]);
+        for (size_t a = 0; a < answers_.size(); ++a) {
+            if (below_done_[first + a]) spare_answers_.push_back(std::move(answers_[a]));
+            else answers_[kept++] = std::move(answers_[a]);
+        }
         answers_.resize(kept);
     }
     return LOOM_SUCCESS;

@@ -236,6 +236,7 @@ class UcxTransport final : public Transport {
     std::vector<std::vector<uint8_t>> send_numbers_, receive_numbers_;  // per peer, per tag
     std::vector<std::vector<uint64_t>> last_arrival_ns_;  // per peer and rail
     std::vector<std::unique_ptr<Answer>> answers_;       // answers still being sent
+    std::vector<std::unique_ptr<Answer>> spare_answers_;  // sent, kept for reuse
     std::vector<uint32_t> detached_;  // sends reported done, kept (with a copy) until answered
     std::vector<TransportHandle *> below_handles_;     // scratch for one test below
     std::vector<std::pair<uint32_t, int>> below_owners_;  // op (kNoOp: an answer) and piece (-1: the answer)
