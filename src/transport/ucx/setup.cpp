@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +75,28 @@ bool decode(const char *at, size_t bytes, size_t rails, RankCard *c) {
     for (size_t r = 0; r < rails; ++r)
         if (!get(at, end, &c->ipv4[r]) || !get(at, end, &c->worker[r])) return false;
     return true;
+}
+
+// Every rank's string, in rank order: the ranks agree on the longest, and
+// each sends its own padded to that with its length after it.
+Status allgather_strings(Communicator &c, const std::string &mine, std::vector<std::string> *all) {
+    int64_t longest = static_cast<int64_t>(mine.size());
+    LOOM_RETURN_IF_ERROR(c.allreduce_int64(&longest, 1, LOOM_MAX));
+    const size_t slot = static_cast<size_t>(longest) + sizeof(uint32_t);
+    std::string padded = mine;
+    padded.resize(slot, '\0');
+    const uint32_t length = static_cast<uint32_t>(mine.size());
+    std::memcpy(&padded[static_cast<size_t>(longest)], &length, sizeof length);
+    std::vector<char> gathered(slot * static_cast<size_t>(c.size()));
+    LOOM_RETURN_IF_ERROR(c.allgather_bytes(padded.data(), padded.size(), gathered.data()));
+    all->clear();
+    for (int q = 0; q < c.size(); ++q) {
+        const char *at = gathered.data() + static_cast<size_t>(q) * slot;
+        uint32_t n;
+        std::memcpy(&n, at + longest, sizeof n);
+        all->emplace_back(at, std::min<size_t>(n, static_cast<size_t>(longest)));
+    }
+    return LOOM_SUCCESS;
 }
 
 bool is_loopback(const std::string &ipv4) { return ipv4.rfind("127.", 0) == 0; }
@@ -184,25 +207,16 @@ bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, 
     std::shared_ptr<RailWorker> w;
     bool ok = workers.renew(static_cast<size_t>(r), &w) == LOOM_SUCCESS;
     if (!ok) *why = last_error_message();
-    int64_t longest = ok ? static_cast<int64_t>(w->address.size()) : 0;
-    if (c.allreduce_int64(&longest, 1, LOOM_MAX) != LOOM_SUCCESS) return false;
-    std::string mine = ok ? w->address : std::string();
-    mine.resize(static_cast<size_t>(longest) + sizeof(uint32_t), '\0');
-    const uint32_t length = ok ? static_cast<uint32_t>(w->address.size()) : 0;
-    std::memcpy(&mine[static_cast<size_t>(longest)], &length, sizeof length);
-    std::vector<char> all(mine.size() * static_cast<size_t>(p));
-    if (c.allgather_bytes(mine.data(), mine.size(), all.data()) != LOOM_SUCCESS) return false;
+    std::vector<std::string> addresses;  // empty: that rank has no fresh worker
+    if (allgather_strings(c, ok ? w->address : std::string(), &addresses) != LOOM_SUCCESS) return false;
     endpoints->assign(static_cast<size_t>(p), nullptr);
     for (int q = 0; q < p && ok; ++q) {
         if (map.node_of[q] == map.node_of[me]) continue;
-        const char *at = all.data() + static_cast<size_t>(q) * mine.size();
-        uint32_t n;
-        std::memcpy(&n, at + longest, sizeof n);
-        if (n == 0) {
+        const std::string &theirs = addresses[static_cast<size_t>(q)];
+        if (theirs.empty()) {
             ok = false;
             *why = "rank " + std::to_string(q) + " has no worker on it";
-        } else if (workers.endpoint(static_cast<size_t>(r), *w, std::string(at, n), &(*endpoints)[q]) !=
-                   LOOM_SUCCESS) {
+        } else if (workers.endpoint(static_cast<size_t>(r), *w, theirs, &(*endpoints)[q]) != LOOM_SUCCESS) {
             ok = false;
             *why = last_error_message();
         }
@@ -416,18 +430,13 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
     const int p = c.size(), me = c.rank();
     const NodeMap &map = c.nodes();
     const size_t rails = names.size();
-    const std::string blob = encode(mine);
-    int64_t longest = static_cast<int64_t>(blob.size());
-    LOOM_RETURN_IF_ERROR(c.allreduce_int64(&longest, 1, LOOM_MAX));
-    std::string padded = blob;
-    padded.resize(static_cast<size_t>(longest));
-    std::vector<char> all(static_cast<size_t>(longest) * static_cast<size_t>(p));
-    LOOM_RETURN_IF_ERROR(c.allgather_bytes(padded.data(), padded.size(), all.data()));
+    std::vector<std::string> blobs;
+    LOOM_RETURN_IF_ERROR(allgather_strings(c, encode(mine), &blobs));
     std::vector<RankCard> cards(static_cast<size_t>(p));
     uint32_t comm_id = 0;
     for (int q = 0; q < p; ++q) {
-        if (!decode(all.data() + static_cast<size_t>(q) * static_cast<size_t>(longest), static_cast<size_t>(longest),
-                    rails, &cards[static_cast<size_t>(q)]))
+        const std::string &blob = blobs[static_cast<size_t>(q)];
+        if (!decode(blob.data(), blob.size(), rails, &cards[static_cast<size_t>(q)]))
             return fail(LOOM_ERR_TRANSPORT, "rails: rank " + std::to_string(q) + " sent an unreadable address card");
         comm_id = std::max(comm_id, cards[static_cast<size_t>(q)].comm_id);
     }
