@@ -121,6 +121,15 @@ int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
     return LOOM_SUCCESS;
 }
 
+// A call that returns a request (nonblocking or persistent): `make` builds
+// and, for a nonblocking one, starts it.
+template <typename Make>
+int with_request(loom_request_t *out, Make make) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+    std::unique_ptr<Request> req;
+    return nonblocking(make(&req), req, out);
+}
+
 size_t elem_size_or_one(loom_datatype_t t) {
     const DatatypeInfo *info = datatype_info(t);
     return info ? info->size : 1;
@@ -548,9 +557,9 @@ int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loo
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                     loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req, Launch::nonblocking), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_allreduce(s, r, count, t, op, comm, req, Launch::nonblocking);
+    });
 }
 int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                         loom_comm_t comm) {
@@ -558,9 +567,9 @@ int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_data
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                          loom_comm_t comm, loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req, Launch::nonblocking), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::nonblocking);
+    });
 }
 int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                               loom_comm_t comm) {
@@ -568,60 +577,56 @@ int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_dataty
 }
 int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                                loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req, Launch::nonblocking), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_reduce_scatter_block(s, r, count, t, op, comm, req, Launch::nonblocking);
+    });
 }
 int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
     return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req, Launch::nonblocking), req,
-                       out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_gather_like(Collective::allgather, s, r, count, t, comm, req, Launch::nonblocking);
+    });
 }
 int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
     return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req, Launch::nonblocking), req,
-                       out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_gather_like(Collective::alltoall, s, r, count, t, comm, req, Launch::nonblocking);
+    });
 }
 
 int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                         loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_allreduce(s, r, count, t, op, comm, &req, Launch::persistent), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_allreduce(s, r, count, t, op, comm, req, Launch::persistent);
+    });
 }
 int loom_reduce_scatter_init(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                              loom_comm_t comm, loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter(s, r, counts, t, op, comm, &req, Launch::persistent), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::persistent);
+    });
 }
 int loom_reduce_scatter_block_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                                    loom_comm_t comm, loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_reduce_scatter_block(s, r, count, t, op, comm, &req, Launch::persistent), req, out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_reduce_scatter_block(s, r, count, t, op, comm, req, Launch::persistent);
+    });
 }
 int loom_allgather_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
                         loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::allgather, s, r, count, t, comm, &req, Launch::persistent), req,
-                       out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_gather_like(Collective::allgather, s, r, count, t, comm, req, Launch::persistent);
+    });
 }
 int loom_alltoall_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
                        loom_request_t *out) {
-    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
-    return nonblocking(make_gather_like(Collective::alltoall, s, r, count, t, comm, &req, Launch::persistent), req,
-                       out);
+    return with_request(out, [&](std::unique_ptr<Request> *req) {
+        return make_gather_like(Collective::alltoall, s, r, count, t, comm, req, Launch::persistent);
+    });
 }
 
 int loom_start(loom_request_t req) {
