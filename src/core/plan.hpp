@@ -203,6 +203,9 @@ struct CollArgs {
     // Which ranks share a node (null: unknown, treated as one node). Plans
     // of node-aware algorithms depend on it; it is fixed per communicator.
     const NodeMap *nodes = nullptr;
+    // A nonblocking or persistent call that the progress thread may drive:
+    // its plan keeps every message on transports the thread may progress.
+    bool progress_thread = false;
 
     // Elements of the input and output buffers each rank passes.
     size_t input_count() const;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/plan.hpp"
+
 namespace loom {
 
 Router::Router(std::unique_ptr<Transport> fallback)
@@ -108,6 +110,7 @@ Status Router::test_many(TransportHandle *const *hs, size_t n, unsigned char *do
     bool engine_driven = false;
     for (Entry &e : transports_) {
         if (!e.engine) continue;
+        if (t_on_progress_thread) continue;  // never enters a progress engine (it drives no plan that needs one)
         if (!e.handles.empty()) {
             LOOM_RETURN_IF_ERROR(test_entry(e, done, nullptr, &engine_finished));
             engine_driven = true;
@@ -163,6 +166,29 @@ uint64_t Router::data_movements() const {
     uint64_t n = 0;
     for (const Entry &e : transports_) n += e.transport->data_movements();
     return n;
+}
+
+const char *Router::thread_blocker(const Program &program, uint32_t plan, size_t elem_size) {
+    for (const Step &s : program.steps) {
+        if (s.kind != StepKind::send && s.kind != StepKind::recv) continue;
+        const size_t bytes = (s.kind == StepKind::send ? s.src.count : s.dst.count) * elem_size;
+        int channel = 0;
+        const Transport &t = *carrier_for(s.peer, bytes, Route{plan, s.lane}, &channel).transport;
+        if (!t.progress_thread_safe()) return t.name();
+    }
+    return nullptr;
+}
+
+thread_local bool t_on_progress_thread = false;
+
+Doorbell Router::doorbell() {
+    for (size_t k : order_)
+        if (Doorbell d = transports_[k].transport->doorbell()) return d;
+    return {};
+}
+
+void Router::ring_peers() {
+    for (Entry &e : transports_) e.transport->ring_peers();
 }
 
 void Router::report(std::vector<TransportCounters> *out) const {

@@ -10,6 +10,8 @@
 
 namespace loom {
 
+struct Program;
+
 class Router final : public Transport {
   public:
     explicit Router(std::unique_ptr<Transport> fallback);
@@ -46,6 +48,13 @@ class Router final : public Transport {
     }
     void call_ends(uint32_t plan, uint64_t elapsed_ns) override;
     uint64_t data_movements() const override;
+
+    // Whether the progress thread may drive every message of `program` (the
+    // plan `plan`): null when each goes through a transport that allows it,
+    // else the name of the first that does not.
+    const char *thread_blocker(const Program &program, uint32_t plan, size_t elem_size);
+    Doorbell doorbell() override;  // the first transport's that has one
+    void ring_peers() override;
 
   private:
     struct Entry {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/futex.hpp"
 #include "core/status.hpp"
 
 namespace loom {
@@ -58,6 +59,10 @@ struct TransportCounters {
         return n;
     }
 };
+
+// True on the progress thread: the router never enters a progress engine
+// (the PML, MPI) there.
+extern thread_local bool t_on_progress_thread;
 
 class Transport {
   public:
@@ -119,6 +124,18 @@ class Transport {
     // (a long message moves cell by cell before its step completes): lets a
     // caller tell a slow message from a stall.
     virtual uint64_t data_movements() const { return 0; }
+
+    // The progress thread. Whether another thread than the caller's may
+    // progress this transport's operations (under the communicator's lock):
+    // true for Loom's own memory transports; false for those that enter MPI
+    // or the PML, which take no locks below MPI_THREAD_MULTIPLE.
+    virtual bool progress_thread_safe() const { return false; }
+    // Where a progress thread may sleep until this transport has news for
+    // it; empty when it has no such word.
+    virtual Doorbell doorbell() { return {}; }
+    // From now on, ring the peers' doorbells whenever this rank hands them
+    // work or frees room they wait for.
+    virtual void ring_peers() {}
 
     // Counts of its own worth showing beside the router's per-lane
     // messages and bytes ("single_copy_sends" ...).

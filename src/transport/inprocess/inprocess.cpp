@@ -42,6 +42,8 @@ class InProcessTransport final : public Transport {
     int size() const override { return fabric_.size(); }
     const char *name() const override { return "inprocess"; }
     uint32_t max_tag() const override { return 0x7fffffff; }
+    // Mailboxes have their own locks; the rest is the communicator's.
+    bool progress_thread_safe() const override { return true; }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &,
                      TransportHandle *h) override {

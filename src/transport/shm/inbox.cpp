@@ -47,6 +47,8 @@ void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, u
     h->cell_payload = g.cell_payload;
     h->attached.store(0, std::memory_order_relaxed);
     h->owner_pid = static_cast<int32_t>(getpid());
+    h->doorbell.store(0, std::memory_order_relaxed);
+    h->sleepers.store(0, std::memory_order_relaxed);
     // Cells are zero (empty) in a fresh segment; the magic goes last.
     std::atomic_thread_fence(std::memory_order_release);
     h->magic = kInboxMagic;

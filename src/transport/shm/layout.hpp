@@ -31,6 +31,10 @@ struct InboxHeader {
     uint32_t cell_payload;
     std::atomic<uint32_t> attached;  // peers that have mapped this inbox
     int32_t owner_pid;               // lets a later run remove it if its owner died
+    // The owner's progress thread sleeps on `doorbell` (a futex word) while
+    // `sleepers` counts it; peers that hand it work ring it (core/futex.hpp).
+    std::atomic<uint32_t> doorbell;
+    std::atomic<uint32_t> sleepers;
 };
 static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line");
 

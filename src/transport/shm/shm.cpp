@@ -42,9 +42,14 @@ void SharedMemoryTransport::extra_counters(std::vector<std::pair<std::string, ui
 void SharedMemoryTransport::plan_added(uint32_t id, uint32_t key, const CollArgs &args) {
     PlanPolicy &policy = plans_[id];
     policy = PlanPolicy{};
-    policy.ring_limit = args.collective == Collective::alltoall ? alltoall_max_bytes_ : SIZE_MAX;
-    policy.chooses_copy_path =
-        single_copy_mode_ == SingleCopyPolicy::measured && args.input_count() * args.elem_size >= single_copy_min_;
+    policy.threaded = args.progress_thread;
+    policy.ring_limit = args.progress_thread ? SIZE_MAX
+                        : args.collective == Collective::alltoall ? std::min(max_bytes_, alltoall_max_bytes_)
+                                                                  : max_bytes_;
+    // A thread-driven plan's large messages always go by single copy where
+    // allowed (post_send): one read by the receiver moves a whole message.
+    policy.chooses_copy_path = !policy.threaded && single_copy_mode_ == SingleCopyPolicy::measured &&
+                               args.input_count() * args.elem_size >= single_copy_min_;
     policy.copy_path_slot = key;
     last_plan_ = Route::kNoPlan;
 }
@@ -104,10 +109,12 @@ Status SharedMemoryTransport::post_send(const void *buf, size_t bytes, int peer,
     op->tag = tag;
     op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
     op->bytes = bytes;
-    op->single_copy = bytes >= single_copy_min_ && prefer_single_copy_;
+    // Several calls may be running: a thread-driven plan's sends keep its preference.
+    op->single_copy = bytes >= single_copy_min_ &&
+                      (prefer_single_copy_ || (single_copy_min_ != SIZE_MAX && threaded_plan(route.plan)));
     set_op(h, op);
     peers_[li].sends.push_back(op);
-    push_sends(peers_[li]);  // small messages complete here, like an eager send
+    push_sends(static_cast<size_t>(li));  // small messages complete here, like an eager send
     return LOOM_SUCCESS;
 }
 
@@ -181,8 +188,15 @@ inline Status SharedMemoryTransport::collect(TransportHandle *const *hs, size_t 
 inline void SharedMemoryTransport::poll() {
     for (size_t li = 0; li < peers_.size(); ++li) {
         if (li == my_index_) continue;
-        if (!peers_[li].sends.empty() || !peers_[li].reading.empty()) push_sends(peers_[li]);
+        if (!peers_[li].sends.empty() || !peers_[li].reading.empty()) push_sends(li);
+        if (!ring_peers_) {
+            pull_messages(li);
+            continue;
+        }
+        // Cells emptied: the sender's thread may wait for room or for a single copy to be read.
+        const uint64_t before = cells_moved_;
         pull_messages(li);
+        if (cells_moved_ != before) ring_peer(li);
     }
     // Once every peer has mapped our inbox its name is no longer needed.
     if (node_.own && node_.own->named() &&
@@ -190,10 +204,28 @@ inline void SharedMemoryTransport::poll() {
         node_.own->unlink();
 }
 
+inline void SharedMemoryTransport::push_sends(size_t li) {
+    if (!ring_peers_) return push_sends_to(peers_[li]);
+    const uint64_t before = cells_moved_;
+    push_sends_to(peers_[li]);
+    if (cells_moved_ != before) ring_peer(li);
+}
+
+// Wakes peer li's progress thread if it sleeps. Its inbox is mapped here if
+// this rank never sent to it (the thread may wait for room we freed).
+inline void SharedMemoryTransport::ring_peer(size_t li) {
+    if (!node_.peers[li]) {
+        bool mapped = false;
+        if (shm_open_peer(node_.key, li, &node_, &mapped) != LOOM_SUCCESS || !mapped) return;
+    }
+    InboxHeader *h = header_of(node_.peers[li]->data());
+    ring(Doorbell{&h->doorbell, &h->sleepers});
+}
+
 // Writes queued sends to the peer's ring while it has free cells. A
 // peer whose inbox is not mapped yet is looked up first; until it
 // exists the sends wait.
-inline void SharedMemoryTransport::push_sends(PeerState &ps) {
+inline void SharedMemoryTransport::push_sends_to(PeerState &ps) {
     const size_t payload = node_.geometry.cell_payload;
     for (;;) {
         // A single-copy cell that is empty again has been read; it must

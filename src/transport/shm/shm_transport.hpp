@@ -99,6 +99,13 @@ class SharedMemoryTransport final : public Transport {
     bool call_starts(uint32_t plan, bool blocking) override;
     void call_ends(uint32_t plan, uint64_t elapsed_ns) override;
 
+    bool progress_thread_safe() const override { return true; }
+    Doorbell doorbell() override {
+        InboxHeader *h = header_of(node_.own->data());
+        return {&h->doorbell, &h->sleepers};
+    }
+    void ring_peers() override { ring_peers_ = true; }
+
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override;
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
@@ -111,6 +118,10 @@ class SharedMemoryTransport final : public Transport {
         uint32_t copy_path_slot = 0;
         CopyPathChooser copy_path;
         CopyPathChooser::Path timed_path = CopyPathChooser::ring;
+        // A plan the progress thread drives: messages of any size go through
+        // shared memory (single copy where allowed), so that none waits on
+        // the caller's PML.
+        bool threaded = false;
     };
     // Consecutive messages mostly belong to one plan: the last lookup is kept.
     PlanPolicy *policy_of(uint32_t plan) const {
@@ -121,6 +132,11 @@ class SharedMemoryTransport final : public Transport {
             last_plan_ = plan;
         }
         return last_policy_;
+    }
+
+    bool threaded_plan(uint32_t plan) const {
+        const PlanPolicy *policy = plan == Route::kNoPlan ? nullptr : policy_of(plan);
+        return policy && policy->threaded;
     }
 
     static ShmOp *op_of(const TransportHandle *h) {
@@ -137,11 +153,10 @@ class SharedMemoryTransport final : public Transport {
         return peer >= 0 && peer < size_ && li >= 0 && local_index_[peer] == li && static_cast<size_t>(li) != my_index_;
     }
     int local_peer(int peer, size_t bytes, const Route &route) const {
-        if (bytes > max_bytes_ || peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
-        if (route.plan != Route::kNoPlan) {
-            const PlanPolicy *policy = policy_of(route.plan);
-            if (policy && bytes > policy->ring_limit) return -1;
-        }
+        if (peer < 0 || peer >= static_cast<int>(local_index_.size())) return -1;
+        // A plan's limit replaces the transport's (plan_added folds max_bytes_ in).
+        const PlanPolicy *policy = route.plan != Route::kNoPlan ? policy_of(route.plan) : nullptr;
+        if (bytes > (policy ? policy->ring_limit : max_bytes_)) return -1;
         const int li = local_index_[peer];
         return static_cast<size_t>(li) == my_index_ ? -1 : li;
     }
@@ -200,7 +215,9 @@ class SharedMemoryTransport final : public Transport {
     inline Status not_carried(int peer, size_t bytes) const;
     inline Status collect(TransportHandle *const *hs, size_t n, unsigned char *done);
     inline void poll();
-    inline void push_sends(PeerState &ps);
+    inline void push_sends(size_t li);
+    inline void push_sends_to(PeerState &ps);
+    inline void ring_peer(size_t li);
     inline bool push_whole(PeerState &ps, ShmOp *op, unsigned char *inbox);
     inline void pull_messages(size_t li);
     inline bool begin_message(PeerState &ps, size_t li, uint32_t tag, uint64_t bytes);
@@ -247,6 +264,7 @@ class SharedMemoryTransport final : public Transport {
     uint64_t unexpected_messages_ = 0;  // taken out of a ring before their receive was posted
     uint64_t single_copy_sends_ = 0;
     std::string map_error_;  // a peer's inbox that belongs to someone else
+    bool ring_peers_ = false;  // ring_peers(): a progress thread drives this communicator
 };
 
 #pragma GCC visibility pop
