@@ -94,6 +94,9 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
         if (loom_comm_rails_state(world, &rails) == LOOM_SUCCESS && rails && *rails)
             printf("  MPI_COMM_WORLD rails: %s%s\n", rails,
                    !strncmp(rails, "off:", 4) ? " (fell back to the PML between nodes)" : "");
+        const char *progress = NULL;
+        if (loom_comm_progress_state(world, &progress) == LOOM_SUCCESS && strcmp(progress, "off") != 0)
+            printf("  MPI_COMM_WORLD progress thread: %s\n", progress);
         /* Every transport in the order messages try them, per lane. */
         for (int i = 0; i < t.transports; ++i) {
             const loom_transport_counters_t *c = &t.transport[i];

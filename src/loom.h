@@ -191,6 +191,15 @@ int loom_comm_describe_nodes(loom_comm_t comm, const char **text);
  * The text stays valid until the next call from this thread. */
 int loom_comm_rails_state(loom_comm_t comm, const char **state);
 
+/* The progress thread (parameter progress_thread): "off", "off (REASON)"
+ * when auto left it off, or "on: N calls driven by the thread, M by the
+ * caller (WHY)": nonblocking and persistent calls whose messages all go
+ * through Loom's shared memory are driven by the thread between the
+ * caller's calls; the others progress only inside the caller's calls (WHY
+ * names the transport). The text stays valid until the next call from this
+ * thread. */
+int loom_comm_progress_state(loom_comm_t comm, const char **state);
+
 /* What carries a communicator's messages. The caller sets `version` to
  * LOOM_TRANSPORT_INFO_VERSION (any other value is refused with the reason).
  * `name` is "shared_memory" when the intra-node path is attached, else the

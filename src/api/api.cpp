@@ -334,6 +334,7 @@ int loom_comm_size(loom_comm_t comm, int *size) {
 int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!name || !value) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_param: name or value is NULL");
+    auto held = comm->impl->hold();
     return comm->impl->config().set(name, value);
 }
 
@@ -420,7 +421,18 @@ int loom_comm_rails_state(loom_comm_t comm, const char **state) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_rails_state: state is NULL");
     static thread_local std::string held;
+    auto lock = comm->impl->hold();
     held = comm->impl->rails_state();
+    *state = held.c_str();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_progress_state(loom_comm_t comm, const char **state) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_progress_state: state is NULL");
+    static thread_local std::string held;
+    auto lock = comm->impl->hold();
+    held = comm->impl->progress_state();
     *state = held.c_str();
     return LOOM_SUCCESS;
 }
@@ -433,6 +445,7 @@ int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
                                                    std::to_string(info->version) +
                                                    ": set it to LOOM_TRANSPORT_INFO_VERSION (" +
                                                    std::to_string(LOOM_TRANSPORT_INFO_VERSION) + ")");
+    auto lock = comm->impl->hold();
     const Router &router = comm->impl->transport();
     auto &held = comm->report;
     std::vector<TransportCounters> &report = held.counters;

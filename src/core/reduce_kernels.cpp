@@ -17,9 +17,16 @@ namespace loom {
 namespace {
 
 // Cloned for AVX2 where the CPU has it (resolved once at load time): buffers
-// that sit in cache are limited by vector width, not memory.
+// that sit in cache are limited by vector width, not memory. Not under
+// ThreadSanitizer: the resolvers run while the library is relocated, before
+// its runtime is up, and its instrumentation of them crashes the load.
+#ifdef __SANITIZE_THREAD__
+#define LOOM_CLONED_FOR_AVX2
+#else
+#define LOOM_CLONED_FOR_AVX2 __attribute__((target_clones("avx2", "default")))
+#endif
 template <typename T, typename Fn>
-__attribute__((target_clones("avx2", "default"))) void apply_elementwise(void *dst_v, const void *src_v, size_t n) {
+LOOM_CLONED_FOR_AVX2 void apply_elementwise(void *dst_v, const void *src_v, size_t n) {
     T *__restrict dst = static_cast<T *>(dst_v);
     const T *__restrict src = static_cast<const T *>(src_v);
     for (size_t i = 0; i < n; ++i) dst[i] = Fn::apply(dst[i], src[i]);

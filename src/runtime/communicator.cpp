@@ -1,11 +1,13 @@
 #include "runtime/communicator.hpp"
 
 #include "core/clock.hpp"
+#include "runtime/progress_thread.hpp"
 
 #include "select/call_spec.hpp"
 #include "select/rules.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,16 +15,100 @@
 
 namespace loom {
 
+// Holds the communicator's lock while the progress thread is attached.
+// The last one out wakes the thread when it has new work or was locked out.
+class Communicator::Guard {
+  public:
+    explicit Guard(Communicator &c) : comm_(c.threaded_ ? &c : nullptr) {
+        if (!comm_) return;
+        comm_->mutex_.lock();
+        ++comm_->lock_depth_;
+    }
+    ~Guard() {
+        if (!comm_) return;
+        const bool last = --comm_->lock_depth_ == 0;
+        bool wake = false;
+        if (last) {
+            wake = comm_->wake_thread_;
+            comm_->wake_thread_ = false;
+        }
+        comm_->mutex_.unlock();
+        if (!last) return;
+        // The thread marks itself locked out, then tries the lock once more:
+        // it either gets it or is seen here.
+        if (comm_->thread_locked_out_.exchange(false, std::memory_order_seq_cst)) wake = true;
+        if (wake) ProgressThread::instance().wake();
+    }
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+
+  private:
+    Communicator *comm_;
+};
+
+namespace {
+template <typename T>
+void erase_one(std::vector<T> &v, T x) {
+    v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
+
+// What --explain and verbose say of a nonblocking call's progress with the thread on.
+std::string progress_note(const CachedPlan &plan) {
+    if (plan.thread_drivable) return "; progressed by the progress thread";
+    if (plan.thread_blocker)
+        return std::string("; progressed by the caller's calls (messages on ") + plan.thread_blocker +
+               ", which the progress thread may not drive)";
+    return "";
+}
+}  // namespace
+
 Request::~Request() {
     if (!comm_) return;
-    auto &active = comm_->active_;
-    active.erase(std::remove(active.begin(), active.end(), this), active.end());
+    // A running request is finished first: Loom never leaves a user buffer
+    // half written, nor a transport holding this request's handles.
+    if (running()) {
+        Status st = wait();
+        (void)st;  // nobody is left to tell
+    }
+    Communicator::Guard g(*comm_);
+    erase_one(comm_->active_, this);
+    erase_one(comm_->live_, this);
     if (persistent_) --comm_->persistent_requests_;
+    comm_->keep_spare(std::move(scratch_));
+    comm_->keep_spare(std::move(snapshot_));
+}
+
+void Communicator::keep_spare(std::vector<unsigned char> &&buffer) {
+    constexpr size_t kSmallest = 64 << 10, kMostBuffers = 8, kMostBytes = size_t{512} << 20;
+    if (buffer.capacity() < kSmallest) return;
+    size_t held = buffer.capacity();
+    for (const auto &b : spare_buffers_) held += b.capacity();
+    // The smallest go first.
+    while (!spare_buffers_.empty() && (spare_buffers_.size() >= kMostBuffers || held > kMostBytes)) {
+        auto smallest = std::min_element(spare_buffers_.begin(), spare_buffers_.end(),
+                                         [](const auto &x, const auto &y) { return x.capacity() < y.capacity(); });
+        if (smallest->capacity() > buffer.capacity()) return;  // this one is the smallest: drop it
+        held -= smallest->capacity();
+        spare_buffers_.erase(smallest);
+    }
+    if (held > kMostBytes) return;
+    spare_buffers_.push_back(std::move(buffer));
+}
+
+void Communicator::take_spare(std::vector<unsigned char> &into, size_t bytes) {
+    auto best = spare_buffers_.end();
+    for (auto it = spare_buffers_.begin(); it != spare_buffers_.end(); ++it)
+        if (it->capacity() >= bytes && (best == spare_buffers_.end() || it->capacity() < best->capacity())) best = it;
+    if (best == spare_buffers_.end()) return;
+    into.swap(*best);
+    if (best->capacity() < (64 << 10)) spare_buffers_.erase(best);  // what was in `into`: not worth keeping
 }
 
 Status Request::start() {
     if (!persistent_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: not a persistent request (make one with a loom_*_init call)");
+    if (!comm_) return result();
+    Communicator::Guard g(*comm_);
     if (!finished_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: the request is still active (test or wait for it first)");
     return comm_->launch(*this, args_, call_, plan_, false);
@@ -33,14 +119,26 @@ Status Request::advance() {
     bool complete = false;
     error_ = execution_->progress(&complete);
     finished_ = complete || error_ != LOOM_SUCCESS;
-    if (finished_) {
-        auto &active = comm_->active_;
-        active.erase(std::remove(active.begin(), active.end(), this), active.end());
-    }
+    if (error_ != LOOM_SUCCESS) error_message_ = last_error_message();
+    if (finished_) erase_one(comm_->active_, this);
     return error_;
 }
 
+bool Request::running() {
+    if (!comm_) return false;
+    Communicator::Guard g(*comm_);
+    const auto &active = comm_->active_;
+    return std::find(active.begin(), active.end(), this) != active.end();
+}
+
+Status Request::result() const { return error_ == LOOM_SUCCESS ? LOOM_SUCCESS : fail(error_, error_message_); }
+
 Status Request::test(bool *done) {
+    if (!comm_) {  // its communicator was freed: finished or abandoned then
+        *done = true;
+        return result();
+    }
+    Communicator::Guard g(*comm_);
     if (!finished_) {
         if (comm_->active_.size() == 1 && comm_->active_[0] == this && !comm_->progressing_) {
             advance();  // the only request: skip the walk over the others
@@ -50,7 +148,7 @@ Status Request::test(bool *done) {
         }
     }
     *done = finished_;
-    return error_;
+    return result();
 }
 
 Status Request::wait() {
@@ -62,11 +160,68 @@ Status Request::wait() {
     }
 }
 
+bool Communicator::progress_from_thread(bool *pending, bool *moved) {
+    std::unique_lock<std::recursive_mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        // The caller is inside a call: it wakes the thread on leaving, if
+        // it sees this mark; if it left before, the second try succeeds.
+        thread_locked_out_.store(true, std::memory_order_seq_cst);
+        if (!lock.try_lock()) return false;
+    }
+    const uint64_t movements = router_->data_movements();
+    for (size_t i = active_.size(); i-- > 0;) {
+        if (i >= active_.size()) continue;
+        Request &r = *active_[i];
+        if (!r.thread_driven_) continue;
+        const size_t steps = r.execution_->completed_steps();
+        r.advance();  // an error stays in the request for its caller
+        if (r.finished_ || r.execution_->completed_steps() != steps) *moved = true;
+        if (!r.finished_) *pending = true;
+    }
+    if (router_->data_movements() != movements) *moved = true;
+    return true;
+}
+
+bool Communicator::spare_core_for_thread() const {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+    const long allowed = CPU_COUNT(&set);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    // Bound to some cores: the thread shares them. Unbound: the node's ranks share every core.
+    if (allowed < online) return allowed >= 2;
+    return online >= 2L * shared_memory_ranks_;
+}
+
+void Communicator::use_progress_thread() {
+    if (thread_decided_) return;
+    thread_decided_ = true;
+    const long long mode = config_.integer(kParamProgressThread);
+    if (mode == kProgressThreadOff) return;
+    if (mode == kProgressThreadAuto && !spare_core_for_thread()) {
+        caller_driven_why_ = "auto: no core to spare for it";
+        return;
+    }
+    doorbell_ = router_->doorbell();
+    router_->ring_peers();
+    threaded_ = true;
+    ProgressThread::instance().attach(this);
+}
+
+std::string Communicator::progress_state() const {
+    if (!threaded_) return caller_driven_why_.empty() ? "off" : "off (" + caller_driven_why_ + ")";
+    std::string s = "on: " + std::to_string(thread_driven_calls_) + " calls driven by the thread, " +
+                    std::to_string(caller_driven_calls_) + " by the caller";
+    if (caller_driven_calls_) s += std::string(" (messages on ") + caller_driven_blocker_ + ")";
+    return s;
+}
+
 Status Communicator::progress_all() {
     // A transport may run the caller's progress engine, which may call back
     // into Loom (coll/loom's progress callback): never progress one
     // communicator from inside its own progress.
     if (progressing_) return LOOM_SUCCESS;
+    Guard g(*this);
     progressing_ = true;
     struct Reset {
         bool &flag;
@@ -92,7 +247,34 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
 }
 
 Communicator::~Communicator() {
+    if (threaded_) ProgressThread::instance().detach(this);
+    threaded_ = false;  // only this thread is left
+    finish_active();
     blocking_.reset();  // before active_ goes: the request unregisters itself
+    for (Request *r : live_) r->comm_ = nullptr;
+}
+
+void Communicator::finish_active() {
+    // Every rank frees the communicator (MPI_Comm_free, MPI_Finalize): what
+    // was started on all of them finishes here.
+    constexpr uint64_t kFinishNs = 10'000'000'000ULL;
+    const uint64_t deadline = now_ns() + kFinishNs;
+    while (!active_.empty() && now_ns() < deadline) {
+        Status st = progress_all();
+        (void)st;  // each request keeps its own error
+        if (router_->oversubscribed()) sched_yield();
+    }
+    if (active_.empty()) return;
+    std::fprintf(stderr,
+                 "loom[%d]: a communicator was freed with %zu collectives still running, unfinished after %llu s "
+                 "(did every rank start them?); they are abandoned with an error\n",
+                 rank_, active_.size(), static_cast<unsigned long long>(kFinishNs / 1000000000ULL));
+    for (Request *r : active_) {
+        r->finished_ = true;
+        r->error_ = LOOM_ERR_TRANSPORT;
+        r->error_message_ = "the communicator was freed while this collective was running";
+    }
+    active_.clear();
 }
 
 size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
@@ -102,7 +284,7 @@ size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
     mix(static_cast<uint64_t>(k.memory));
     mix(k.count);
     mix(k.elem_size);
-    mix(k.config_generation);
+    mix(k.config_generation << 1 | k.progress_thread);
     for (size_t c : k.recv_counts) mix(c);
     return static_cast<size_t>(h);
 }
@@ -111,18 +293,21 @@ Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
     // Loops repeat one call: check the last plan before hashing.
     if (last_plan_ && last_key_.collective == a.collective && last_key_.in_place == a.in_place &&
         last_key_.memory == a.memory && last_key_.count == a.count && last_key_.elem_size == a.elem_size &&
-        last_key_.config_generation == config_.generation() && last_key_.recv_counts == a.recv_counts) {
+        last_key_.config_generation == config_.generation() && last_key_.recv_counts == a.recv_counts &&
+        last_key_.progress_thread == a.progress_thread) {
         *out = last_plan_;
         return LOOM_SUCCESS;
     }
     LOOM_RETURN_IF_ERROR(lookup_plan(a, out));
-    last_key_ = PlanKey{a.collective, a.in_place, a.memory, a.count, a.elem_size, config_.generation(), a.recv_counts};
+    last_key_ = PlanKey{a.collective,          a.in_place,     a.memory,          a.count, a.elem_size,
+                        config_.generation(), a.recv_counts, a.progress_thread};
     last_plan_ = *out;
     return LOOM_SUCCESS;
 }
 
 Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
-    PlanKey key{a.collective, a.in_place, a.memory, a.count, a.elem_size, config_.generation(), a.recv_counts};
+    PlanKey key{a.collective,          a.in_place,     a.memory,          a.count, a.elem_size,
+                config_.generation(), a.recv_counts, a.progress_thread};
     auto hit = cache_.find(key);
     if (hit != cache_.end()) {
         lru_.splice(lru_.begin(), lru_, hit->second);
@@ -141,6 +326,10 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
                     engine};
     router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
+    if (a.progress_thread) {
+        plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
+        plan.thread_drivable = plan.thread_blocker == nullptr;
+    }
     lru_.emplace_front(std::move(key), std::move(plan));
     cache_[lru_.front().first] = lru_.begin();
     const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
@@ -190,6 +379,7 @@ Status Communicator::set_nodes(NodeMap nodes) {
 }
 
 Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
+    Guard g(*this);
     started_any_ = true;  // the plan's choice depends on the transport: no attaching after this
     complete_args(args, type, in_place);
     const CachedPlan *plan = nullptr;
@@ -199,19 +389,27 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
 }
 
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
+    use_progress_thread();
+    Guard g(*this);
     auto req = std::make_unique<Request>();
+    req->comm_ = this;
+    live_.push_back(req.get());
     LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
     *out = std::move(req);
     return LOOM_SUCCESS;
 }
 
 Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
+    use_progress_thread();
+    Guard g(*this);
     auto req = std::make_unique<Request>();
+    req->comm_ = this;
+    live_.push_back(req.get());
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
+    args.progress_thread = threaded_;
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
-    req->comm_ = this;
     req->persistent_ = true;
     req->finished_ = true;  // inactive until started
     req->plan_ = *plan;
@@ -254,14 +452,15 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
 Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call, bool blocking) {
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
+    args.progress_thread = threaded_ && !blocking;
 
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
     const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 1 && rank() == 0) explain_once(args);
+    if (verbose >= 1 && rank() == 0) explain_once(args, *plan);
     if (verbose >= 2)
-        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)\n", rank(), args.describe().c_str(), plan->algorithm->name,
-                     plan->why.c_str());
+        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)%s\n", rank(), args.describe().c_str(), plan->algorithm->name,
+                     plan->why.c_str(), progress_note(*plan).c_str());
     return launch(req, args, call, *plan, blocking);
 }
 
@@ -290,11 +489,15 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
         if (plan->algorithm->in_place_aliasing_safe) {
             eb.input = at;
         } else {
-            req.snapshot_.assign(at, at + args.input_count() * args.elem_size);
+            const size_t bytes = args.input_count() * args.elem_size;
+            if (req.snapshot_.capacity() < bytes) take_spare(req.snapshot_, bytes);
+            req.snapshot_.assign(at, at + bytes);
             eb.input = req.snapshot_.data();
         }
     }
-    req.scratch_.resize(plan->program->scratch_count * args.elem_size);
+    const size_t scratch_bytes = plan->program->scratch_count * args.elem_size;
+    if (req.scratch_.capacity() < scratch_bytes) take_spare(req.scratch_, scratch_bytes);
+    req.scratch_.resize(scratch_bytes);
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
     next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
@@ -305,12 +508,23 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
         timed_plan_ = plan->id;
         timed_start_ns_ = now_ns();
     }
+    req.thread_driven_ = args.progress_thread && plan->thread_drivable;
+    if (args.progress_thread) {
+        if (req.thread_driven_) {
+            ++thread_driven_calls_;
+        } else {
+            ++caller_driven_calls_;
+            caller_driven_blocker_ = plan->thread_blocker;
+        }
+    }
     LOOM_RETURN_IF_ERROR(req.execution_->start());
     active_.push_back(&req);
+    if (req.thread_driven_) wake_thread_ = true;  // once the caller lets go of the communicator (Guard)
     return LOOM_SUCCESS;
 }
 
-void Communicator::explain_once(const CollArgs &args) {
+
+void Communicator::explain_once(const CollArgs &args, const CachedPlan &plan) {
     // One line per collective and power-of-two size bucket: what was chosen,
     // why, what the model predicts for it and for the runners-up.
     const size_t bytes = message_bytes(args);
@@ -320,7 +534,7 @@ void Communicator::explain_once(const CollArgs &args) {
     Explanation e;
     const CollArgs full = with_knobs(args);
     if (explain_selection(config_, full, &e) == LOOM_SUCCESS)
-        std::fprintf(stderr, "loom: %s\n", explanation_line(full, e).c_str());
+        std::fprintf(stderr, "loom: %s%s\n", explanation_line(full, e).c_str(), progress_note(plan).c_str());
 }
 
 uint32_t Communicator::retire_plans() {
@@ -336,6 +550,8 @@ Status Communicator::attach_rails(std::unique_ptr<Transport> rails, int count, s
     if (rails->rank() != rank_ || rails->size() != size_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "the rails transport spans another communicator");
     router_->add_preferred(std::move(rails));
+    rails_attached_.store(true, std::memory_order_release);
+    if (threaded_) router_->ring_peers();
     // Every rank attaches at the same call, so tags stay equal everywhere.
     if (next_tag_ > router_->max_tag()) next_tag_ = 0;
     nodes_.rails = count;
@@ -379,6 +595,7 @@ void Communicator::run_periodic(CollArgs &args, const CallData &call) {
 }
 
 Status Communicator::run(CollArgs args, const CallData &call) {
+    Guard g(*this);
     if (!deferred_.empty()) {
         std::vector<void (*)(Communicator &)> now;
         now.swap(deferred_);
@@ -387,7 +604,11 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     if (!periodic_.empty()) run_periodic(args, call);
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
-    if (!blocking_) blocking_ = std::make_unique<Request>();
+    if (!blocking_) {
+        blocking_ = std::make_unique<Request>();
+        blocking_->comm_ = this;
+        live_.push_back(blocking_.get());
+    }
     LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call, /*blocking=*/true));
     if (timed_plan_ == Route::kNoPlan) return blocking_->wait();
     const uint32_t plan = timed_plan_;

@@ -2,8 +2,10 @@
 // running tag. Every collective is nonblocking underneath: start() returns a
 // Request, blocking calls are start + wait.
 #pragma once
+#include <atomic>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -27,6 +29,10 @@ struct CachedPlan {
     std::shared_ptr<const Program> program;
     uint32_t id = 0;
     Engine *engine = nullptr;  // for its local steps; null: host memory, inline
+    // Made for the progress thread (CollArgs::progress_thread), and every
+    // message of it goes through a transport the thread may drive.
+    bool thread_drivable = false;
+    const char *thread_blocker = nullptr;  // otherwise, for such a plan: the transport the thread may not drive
 };
 
 struct CallData {
@@ -48,13 +54,19 @@ class Request {
     // Persistent requests (Communicator::init): start() runs the call again
     // with everything resolved at init; it allocates nothing.
     bool persistent() const { return persistent_; }
-    bool active() const { return !finished_; }
+    // Started and not finished, as far as it has been progressed: unlike
+    // test(), it progresses nothing (with the progress thread on, it tells
+    // whether the thread finished the request).
+    bool running();
     Status start();
 
   private:
     friend class Communicator;
     Status advance();  // progresses this request only
-    Communicator *comm_ = nullptr;
+    Status result() const;  // error_ and its message, in the calling thread's last error
+    Communicator *comm_ = nullptr;  // null once the communicator is freed
+    bool thread_driven_ = false;    // the progress thread advances it too
+    std::string error_message_;     // error_'s: the thread that found it may not be the caller
     bool persistent_ = false;
     CollArgs args_;   // a persistent request's call
     CallData call_;
@@ -139,6 +151,22 @@ class Communicator {
     // Progresses every active request once.
     Status progress_all();
 
+    // The progress thread's entry: advances the requests it drives, unless
+    // another thread is inside this communicator (false then). *pending:
+    // some are still running; *moved: something completed or moved.
+    bool progress_from_thread(bool *pending, bool *moved);
+    // Where the thread may sleep for this communicator's peers (its shared-memory inbox).
+    // None once the rails are attached: their messages ring no doorbell, so
+    // the thread polls rather than sleep on one.
+    Doorbell doorbell() const { return rails_attached_.load(std::memory_order_acquire) ? Doorbell{} : doorbell_; }
+    // "off", or "on: N calls driven by the thread, M by the caller (why)".
+    std::string progress_state() const;
+    // Keeps the progress thread out while the caller reads the
+    // communicator's state (its counters) from outside a call.
+    std::unique_lock<std::recursive_mutex> hold() {
+        return threaded_ ? std::unique_lock<std::recursive_mutex>(mutex_) : std::unique_lock<std::recursive_mutex>();
+    }
+
     const char *last_algorithm(Collective c) const { return last_algorithm_[static_cast<int>(c)]; }
     size_t cached_plans() const { return cache_.size(); }
     uint64_t plan_builds() const { return plan_builds_; }
@@ -150,7 +178,10 @@ class Communicator {
     uint32_t next_tag_ = 0;
     const char *last_algorithm_[kCollectiveCount] = {};
     std::set<std::pair<int, int>> explained_;  // (collective, size bucket) already explained
-    void explain_once(const CollArgs &args);
+    void explain_once(const CollArgs &args, const CachedPlan &plan);
+    // Collectives still running when the communicator is freed: finished if
+    // they can be within a while, else abandoned with an error.
+    void finish_active();
     // What a call's plan depends on. The parameters enter through their
     // generation, so changing one never reuses a stale choice.
     struct PlanKey {
@@ -160,9 +191,11 @@ class Communicator {
         size_t count, elem_size;
         uint64_t config_generation;
         std::vector<size_t> recv_counts;
+        bool progress_thread;
         bool operator==(const PlanKey &o) const {
             return collective == o.collective && in_place == o.in_place && memory == o.memory && count == o.count &&
-                   elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts;
+                   elem_size == o.elem_size && config_generation == o.config_generation &&
+                   recv_counts == o.recv_counts && progress_thread == o.progress_thread;
         }
     };
     struct PlanKeyHash {
@@ -202,7 +235,33 @@ class Communicator {
     const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
+    std::vector<Request *> live_;  // every request not yet destroyed: freeing the communicator detaches them
+    // Scratch and snapshot buffers of destroyed requests, for the next
+    // nonblocking calls: memory fresh from the system costs a page fault
+    // per 4 KiB on first touch, and large ones come back to it when freed.
+    std::vector<std::vector<unsigned char>> spare_buffers_;
+    void keep_spare(std::vector<unsigned char> &&buffer);
+    void take_spare(std::vector<unsigned char> &into, size_t bytes);
     bool progressing_ = false;
+    // The progress thread. While it is attached, every entry point holds
+    // mutex_ (recursive: a transport may run a progress engine that calls
+    // back into Loom), and the thread takes it only when it is free.
+    std::recursive_mutex mutex_;
+    bool threaded_ = false;  // attached; changed by the caller only, before the thread sees the communicator
+    bool thread_decided_ = false;
+    int lock_depth_ = 0;        // Guards held (by the holder of mutex_)
+    bool wake_thread_ = false;  // a call for the thread started: wake it when the last Guard goes
+    std::atomic<bool> thread_locked_out_{false};
+    Doorbell doorbell_;
+    std::atomic<bool> rails_attached_{false};
+    uint64_t thread_driven_calls_ = 0, caller_driven_calls_ = 0;
+    std::string caller_driven_why_;                // why auto left the thread off
+    const char *caller_driven_blocker_ = nullptr;  // the transport of the last call the thread could not drive
+    // Attaches the thread if the progress_thread parameter asks for it, before a nonblocking or persistent call.
+    void use_progress_thread();
+    bool spare_core_for_thread() const;
+    class Guard;
+    friend class Guard;
     bool started_any_ = false;
     size_t persistent_requests_ = 0;  // alive: active_ keeps room for all of them
     int shared_memory_ranks_ = 1;

@@ -111,6 +111,12 @@ const std::vector<ParamSpec> &param_table() {
          "a failed rail is left out, a rail left out comes back once it works again, new weights from the rates "
          "striped messages arrived at (0: never; the first weights stay). Read when the communicator is created",
          0, 1LL << 30, Collective::allreduce},
+        {kParamProgressThread, "progress_thread", ParamType::choice, "off", 3,
+         "A thread that progresses nonblocking and persistent collectives between the caller's MPI calls: off; on; "
+         "auto, on where every rank of the node has a core to spare for it. It drives only calls whose messages all "
+         "go through Loom's shared memory (which then carries them at any size); the others progress in the "
+         "caller's calls. Read at the communicator's first nonblocking or persistent call",
+         0, 0, Collective::allreduce, "off,on,auto"},
     };
     return table;
 }
@@ -181,6 +187,22 @@ Status Config::set(const std::string &name, const std::string &value) {
                                 (spec->type == ParamType::size ? "a size" : "an integer") + " in [" +
                                 std::to_string(spec->min_value) + ", " + std::to_string(spec->max_value) + "]");
             values_[spec->id] = v;
+            break;
+        }
+        case ParamType::choice: {
+            const std::string choices = spec->choices;
+            long long index = 0;
+            size_t begin = 0;
+            for (;; ++index) {
+                const size_t end = choices.find(',', begin);
+                if (choices.compare(begin, end == std::string::npos ? std::string::npos : end - begin, value) == 0)
+                    break;
+                if (end == std::string::npos)
+                    return fail(LOOM_ERR_INVALID_PARAMETER_VALUE,
+                                "parameter " + name + " = '" + value + "' is not one of " + choices);
+                begin = end + 1;
+            }
+            values_[spec->id] = index;
             break;
         }
         case ParamType::path:

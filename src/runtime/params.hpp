@@ -11,7 +11,7 @@
 
 namespace loom {
 
-enum class ParamType { algorithm, size, integer, topology, cost_model, path, text };
+enum class ParamType { algorithm, size, integer, topology, cost_model, path, text, choice };
 
 enum ParamId {
     kParamAllreduceAlgorithm,
@@ -41,6 +41,7 @@ enum ParamId {
     kParamRailTimeoutMs,
     kParamRailStallMs,
     kParamRailRefreshCalls,
+    kParamProgressThread,
     kParamCount
 };
 
@@ -53,6 +54,7 @@ struct ParamSpec {
     const char *help;
     long long min_value, max_value;  // for size/integer
     Collective collective;           // for algorithm parameters
+    const char *choices = nullptr;   // for choice parameters: "a,b,c"; integer() is the index
 };
 
 const std::vector<ParamSpec> &param_table();
@@ -79,6 +81,9 @@ class Config {
     std::array<std::string, kParamCount> raw_;
     std::array<long long, kParamCount> values_{};
 };
+
+// The progress_thread parameter's values, by index.
+enum ProgressThreadMode { kProgressThreadOff = 0, kProgressThreadOn = 1, kProgressThreadAuto = 2 };
 
 // Parses "64k", "1MiB", "4096" into bytes; false when malformed.
 bool parse_size(const std::string &text, long long *out);

@@ -70,6 +70,7 @@ const char *type_name(ParamType t) {
         case ParamType::cost_model: return "cost model";
         case ParamType::path: return "path";
         case ParamType::text: return "text";
+        case ParamType::choice: return "choice";
     }
     return "?";
 }
@@ -90,7 +91,10 @@ void print_params() {
             std::printf(
                 "      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
                 "(BANDWIDTH), shm_max (size)\n");
-        else std::printf("      form: a file path (see loom-rules(5))\n");
+        else if (s.type == ParamType::choice)
+            std::printf("      values: %s\n", s.choices);
+        else if (s.type == ParamType::path)
+            std::printf("      form: a file path (see loom-rules(5))\n");
     }
 }
 
