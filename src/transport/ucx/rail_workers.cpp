@@ -18,10 +18,11 @@ Status ucx_error(ucs_status_t s, const std::string &what) {
 }
 
 Status make_worker(Rail &rail, std::shared_ptr<RailWorker> *out) {
+    RailsLock lock(rails_mutex());
     auto w = std::make_shared<RailWorker>();
     ucp_worker_params_t wp = {};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     ucs_status_t s = ucp_worker_create(rail.context, &wp, &w->handle);
     if (s != UCS_OK) return ucx_error(s, "rail " + rail.device + ": creating a UCP worker");
     rail.all.push_back(w);
@@ -64,6 +65,7 @@ Status make_rail(const std::string &device, const std::string &tls, Rail *out) {
 }
 
 void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
+    RailsLock lock(rails_mutex());
     // Forced: at the end of a job the peer may be gone already.
     ucp_request_param_t param = {};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -95,7 +97,13 @@ Status RailWorkers::get(const std::vector<std::string> &devices, const std::stri
     return LOOM_SUCCESS;
 }
 
+std::recursive_mutex &rails_mutex() {
+    static std::recursive_mutex *m = new std::recursive_mutex;  // never destroyed: used until exit
+    return *m;
+}
+
 RailWorkers::~RailWorkers() {
+    RailsLock lock(rails_mutex());
     for (Rail &r : rails_) {
         // A failed worker still holds requests abandoned on it, which UCX
         // would report one by one: such a rail's workers and context are left
@@ -126,6 +134,7 @@ Status RailWorkers::endpoint(size_t rail, RailWorker &w, const std::string &remo
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(remote_address.data());
     ucp_ep_h ep = nullptr;
+    RailsLock lock(rails_mutex());
     const ucs_status_t s = ucp_ep_create(w.handle, &params, &ep);
     if (s != UCS_OK) return ucx_error(s, "rail " + rails_[rail].device + ": connecting to a peer's worker");
     w.endpoints.emplace(remote_address, ep);

@@ -12,12 +12,21 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/status.hpp"
 
 namespace loom {
+
+// Every UCX call on the rails' workers holds this lock: the progress thread
+// and the caller may drive the shared workers at once, through different
+// communicators. It is never held while calling anything but UCX (the PML
+// may run callbacks that enter Loom). The workers are made
+// UCS_THREAD_MODE_SERIALIZED accordingly.
+std::recursive_mutex &rails_mutex();
+using RailsLock = std::lock_guard<std::recursive_mutex>;
 
 struct RailWorker {
     ucp_worker_h handle = nullptr;

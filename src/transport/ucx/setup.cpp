@@ -229,6 +229,7 @@ bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, 
         std::vector<uint64_t> in(from.size()), out(1, 0x1005e);
         std::vector<void *> requests;
         ucp_request_param_t param = {};
+        RailsLock lock(rails_mutex());  // UCX calls only, up to the end of the handshake
         for (size_t k = 0; k < from.size(); ++k)
             requests.push_back(ucp_tag_recv_nbx(w->handle, &in[k], sizeof in[k],
                                                 UcxTransport::tag_of(t.comm_id(), from[k], kRevivalTag), ~uint64_t{0},

@@ -94,6 +94,7 @@ UcxTransport::~UcxTransport() {
 }
 
 void UcxTransport::cancel(Op &op) {
+    RailsLock lock(rails_mutex());
     for (int k = 0; k < op.pieces; ++k)
         if (op.requests[k]) {
             RailWorker &w = *op.worker[k];
@@ -209,6 +210,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     if (below_) op.number = next_number(send, peer, tag);
     ucp_request_param_t param = {};
     size_t offset = 0;
+    std::unique_lock<std::recursive_mutex> lock(rails_mutex());
     for (const auto &piece : pieces_) {
         const int r = piece.first;
         const int k = op.pieces;
@@ -245,6 +247,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
                 rail_failed(r, what);
                 continue;
             }
+            lock.unlock();
             cancel(op);
             free_op(index);
             return fail(LOOM_ERR_TRANSPORT, what);
@@ -252,6 +255,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
         op.requests[k] = req;
         if (!req) op.arrived |= static_cast<uint8_t>(1u << k);  // finished already
     }
+    lock.unlock();  // the transport below may enter Loom again
     if (below_ && send) {
         // The receiver's answer: which pieces to send again below.
         op.answer_word = 0;
@@ -361,7 +365,10 @@ Status UcxTransport::advance_receiver(Op &op) {
         for (int k = 0; k < op.pieces; ++k)
             if (missing >> k & 1) {
                 // Never written again: its worker is not progressed any more.
-                if (op.requests[k]) ucp_request_free(op.requests[k]);
+                if (op.requests[k]) {
+                    RailsLock lock(rails_mutex());
+                    ucp_request_free(op.requests[k]);
+                }
                 op.requests[k] = nullptr;
                 LOOM_RETURN_IF_ERROR(below_->post_recv(op.buf + op.offset[k], op.expected[k], op.peer,
                                                        below_tag(1 + k, op.number, op.tag), Route{},
@@ -404,6 +411,7 @@ Status UcxTransport::advance_sender(Op &op) {
                 // UCX may still read it: that worker must never run again.
                 if ((op.moved >> k & 1) && !op.worker[k]->down)
                     fail_worker(op, k, "rank " + std::to_string(op.peer) + " did not receive a piece on it");
+                RailsLock lock(rails_mutex());
                 ucp_request_free(op.requests[k]);
                 op.requests[k] = nullptr;
             }
@@ -508,13 +516,20 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // Every poll drives the workers, also for messages of calls not tested
     // here; a failed rail's never again.
     unsigned events = 0;
-    for (const auto &w : worker_)
-        if (!w->down) events += ucp_worker_progress(w->handle);
+    {
+        RailsLock lock(rails_mutex());
+        for (const auto &w : worker_)
+            if (!w->down) events += ucp_worker_progress(w->handle);
+    }
     movements_ += events;
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
         const uint32_t index = op_index(hs[i]);
-        const Status st = advance_rails(ops_[index]);
+        Status st;
+        {
+            RailsLock lock(rails_mutex());
+            st = advance_rails(ops_[index]);
+        }
         if (st != LOOM_SUCCESS) {
             cancel(ops_[index]);
             free_op(index);
@@ -560,12 +575,13 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
         }
     }
     if (moved) *moved = events > 0 || any;
-    if (n > 0 && !any && yield_when_idle_) sched_yield();
+    if (n > 0 && !any && yield_when_idle_ && !t_on_progress_thread) sched_yield();
     return LOOM_SUCCESS;
 }
 
 void UcxTransport::plan_added(uint32_t id, uint32_t, const CollArgs &args) {
     plan_collective_[id] = static_cast<int>(args.collective);
+    if (args.progress_thread) threaded_plans_.insert(id);
 }
 
 void UcxTransport::extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "transport/transport.hpp"
@@ -83,9 +84,12 @@ class UcxTransport final : public Transport {
     uint32_t max_tag() const override { return kCallTags - 1; }
     // Both sides know a message's size, so leaving small ones out is decided
     // alike; so is a plan made after every rail was left out.
+    // A plan for the progress thread sends small messages here too: the
+    // thread may not drive the PML.
     int carries(int peer, size_t bytes, const Route &route) const override {
-        return peers_.remote[static_cast<size_t>(peer)] && bytes >= min_bytes_ && route.plan >= first_plan_ &&
-                       !weights_for(route.plan).live.empty()
+        return peers_.remote[static_cast<size_t>(peer)] &&
+                       (bytes >= min_bytes_ || (below_ == nullptr && threaded_plans_.count(route.plan))) &&
+                       route.plan >= first_plan_ && !weights_for(route.plan).live.empty()
                    ? 0
                    : -1;
     }
@@ -97,7 +101,13 @@ class UcxTransport final : public Transport {
     // Plans tell which collective a message belongs to, for the per-collective counts.
     bool follows_plans() const override { return true; }
     void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
-    void plan_removed(uint32_t id) override { plan_collective_.erase(id); }
+    void plan_removed(uint32_t id) override {
+        plan_collective_.erase(id);
+        threaded_plans_.erase(id);
+    }
+    // The progress thread may drive the rails (their workers under
+    // rails_mutex) unless failover is on: its answers go through the PML.
+    bool progress_thread_safe() const override { return below_ == nullptr; }
     bool drives_progress_engine() const override { return below_ && below_->drives_progress_engine(); }
     Status idle() override { return below_ ? below_->idle() : LOOM_SUCCESS; }
     uint64_t data_movements() const override { return movements_; }
@@ -253,6 +263,7 @@ class UcxTransport final : public Transport {
     };
     std::vector<RailCounts> counts_;
     std::unordered_map<uint32_t, int> plan_collective_;  // plan id -> Collective
+    std::unordered_set<uint32_t> threaded_plans_;         // plans for the progress thread
     // Messages and bytes sent per collective and rail (messages of known plans).
     std::vector<std::vector<uint64_t>> collective_bytes_, collective_messages_;
 };
