@@ -175,6 +175,31 @@ for np in 1 2 3 4 5; do
     # (process_vm_readv), the smaller ones through the rings.
     [ "$np" -gt 1 ] && run "$np" "single copy from 100 bytes" "allreduce=direct" \
         --mca coll_loom_single_copy 2 --mca coll_loom_single_copy_min_bytes 100
+    # The progress thread on: blocking, nonblocking and persistent forms,
+    # its calls driven by the thread; with emulated nodes some calls
+    # carry messages on the PML and progress in the caller's calls.
+    if [ "$np" -eq 1 ]; then
+        run "$np" "progress thread on" "allreduce=recursive_doubling" --mca coll_loom_progress_thread on
+    else
+        run "$np" "progress thread on" "allreduce=direct" --mca coll_loom_progress_thread on
+    fi
+    [ "$np" -eq 4 ] && run "$np" "progress thread on, 2 emulated nodes" "allreduce=hier_split" \
+        --mca coll_loom_progress_thread on --mca coll_loom_topology nodes=2 --mca coll_loom_allreduce_algorithm hier_split
+done
+
+# The progress thread through libloom and coll/loom: it moves every message
+# while the ranks sleep, a freed communicator finishes its call, and no
+# thread is left after MPI_Finalize (a nonblocking call never waited for).
+for np in 2 3; do
+    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+        --mca coll_loom_priority 100 --mca coll_loom_progress_thread on "$build/tests/mpi/test_progress_thread" \
+        >"$log" 2>&1 && grep -q "^test_progress_thread np=$np: .*: PASS" "$log"; then
+        echo "PASS: $(grep "^test_progress_thread np=$np:" "$log")"
+    else
+        echo "FAIL: test_progress_thread np=$np through coll/loom"
+        tail -15 "$log"
+        status=1
+    fi
 done
 
 # Alltoall blocks above one ring message (128 KiB) but within a ring
@@ -359,14 +384,18 @@ else
     echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
 fi
 # Persistent collectives through libloom's API and MPI_Start via coll/loom:
-# every result right and no allocation by Loom in any start.
-for np in 1 2 3 4 5; do
+# every result right and no allocation by Loom in any start (nor by the
+# progress thread, where it is on).
+for spec in "1 off" "2 off" "3 off" "4 off" "5 off" "2 on" "3 on"; do
+    set -- $spec
+    np=$1
     if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
-        --mca coll_loom_priority 100 "$build/tests/mpi/test_persistent" >"$log" 2>&1 &&
+        --mca coll_loom_priority 100 --mca coll_loom_progress_thread "$2" -x LOOM_PROGRESS_THREAD="$2" \
+        "$build/tests/mpi/test_persistent" >"$log" 2>&1 &&
         grep -q "^test_persistent np=$np: 0 wrong elements; allocations outside Open MPI: 0 in loom_start, 0 in MPI_Start" "$log"; then
-        echo "PASS: $(grep "^test_persistent np=$np:" "$log")"
+        echo "PASS: $(grep "^test_persistent np=$np:" "$log") (progress thread $2)"
     else
-        echo "FAIL: test_persistent np=$np"
+        echo "FAIL: test_persistent np=$np (progress thread $2)"
         tail -15 "$log"
         status=1
     fi

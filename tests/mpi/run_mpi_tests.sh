@@ -66,6 +66,26 @@ for np in 2 3 5; do
         status=1
     fi
 done
+# The progress thread on: every algorithm forced, nonblocking and
+# persistent calls driven by the thread (one node), or partly by the
+# caller (two emulated nodes: messages between them go through MPI).
+for spec in "2 nodes=1" "3 nodes=1" "4 nodes=2"; do
+    np=${spec%% *}
+    if ! collectives "$np" LOOM_PROGRESS_THREAD=on LOOM_TOPOLOGY="${spec#* }"; then
+        echo "FAIL: test_mpi_collectives at np=$np with the progress thread on (${spec#* })"
+        status=1
+    fi
+done
+for np in 1 2 4; do
+    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" "$dir/test_progress_thread" --libloom-only >"$tmp/run.out" 2>&1 &&
+        grep -q "^test_progress_thread np=$np: .*: PASS" "$tmp/run.out"; then
+        echo "PASS: $(grep "^test_progress_thread np=$np:" "$tmp/run.out")"
+    else
+        echo "FAIL: test_progress_thread np=$np"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+done
 # Emulated nodes: 4 ranks as 2 nodes, and 5 ranks on uneven nodes whose
 # ranks are not consecutive; every algorithm is forced in turn, the
 # node-aware ones across nodes.
