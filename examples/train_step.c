@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../perf/coll_loom_priority.h"
+
 enum mode { COMPUTE_ONLY, COMM_DEFAULT, COMM_LOOM, BLOCKING_DEFAULT, NONBLOCKING_DEFAULT, NONBLOCKING_LOOM, MODES };
 static const char *mode_name[MODES] = {"compute only",      "comm only, default",  "comm only, loom",
                                        "blocking, default", "nonblocking, libnbc", "nonblocking, loom"};
@@ -173,15 +175,8 @@ int main(int argc, char **argv) {
     MPI_Info_set(info, "ompi_comm_coll_preference", "^loom");
     MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &default_comm);
     MPI_Info_free(&info);
-    int provided = 0, index = -1, n = 0, priority = 0;
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index("coll_loom_priority", &index) == MPI_SUCCESS &&
-        MPI_T_cvar_handle_alloc(index, NULL, &h, &n) == MPI_SUCCESS) {
-        if (MPI_T_cvar_read(h, &priority) != MPI_SUCCESS) priority = 0;
-        MPI_T_cvar_handle_free(&h);
-    }
-    MPI_T_finalize();
+    int priority = 0;
+    read_coll_loom_priority(&priority);
 
     const size_t total = (size_t)o.layers * o.layer_floats;
     float *grad = malloc(total * sizeof(float)), *weights = calloc(total, sizeof(float));

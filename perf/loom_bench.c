@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_loom_priority.h"
+
 enum coll { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, NCOLL };
 static const char *coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
 static const char *coll_titles[] = {"Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Allgather",
@@ -582,18 +584,8 @@ static const char *make_interleave_comms(const struct options *o, char *why, siz
     if (o->nonblocking || o->loom_api)
         return "--interleave-default times blocking MPI calls only (no i prefix, no --api loom)";
     /* coll/loom must be loaded and on, or both sides would be the default. */
-    int provided = 0, index = -1, n = 0, priority = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return "--interleave-default: MPI_T_init_thread failed";
-    MPI_T_cvar_handle h;
-    const int found = MPI_T_cvar_get_index("coll_loom_priority", &index) == MPI_SUCCESS &&
-                      MPI_T_cvar_handle_alloc(index, NULL, &h, &n) == MPI_SUCCESS;
-    if (found) {
-        if (MPI_T_cvar_read(h, &priority) != MPI_SUCCESS) priority = 0;
-        MPI_T_cvar_handle_free(&h);
-    }
-    MPI_T_finalize();
-    if (!found)
+    int priority = 0;
+    if (!read_coll_loom_priority(&priority))
         return "--interleave-default needs coll/loom loaded (no MPI_T control variable coll_loom_priority; "
                "add its folder to --mca mca_base_component_path)";
     if (priority <= 0) {

@@ -45,6 +45,20 @@ void on_threads_with_progress(int p, Body body, const std::function<void(Config 
     return ::testing::AssertionSuccess();
 }
 
+// A nonblocking allreduce (sum) of `in` into `out`.
+template <typename T>
+Status start_allreduce(Communicator &comm, const std::vector<T> &in, std::vector<T> &out, loom_datatype_t type,
+                       std::unique_ptr<Request> *req) {
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.count = in.size();
+    CallData call;
+    call.sendbuf = in.data();
+    call.recvbuf = out.data();
+    call.type = type;
+    return comm.start(a, call, req);
+}
+
 // Rank r's element i of its input: distinct per rank and position.
 int32_t input_value(int rank, size_t i) { return rank * 1000 + static_cast<int32_t>(i); }
 
@@ -157,8 +171,9 @@ TEST_P(ProgressThreadMatrix, FinishesEveryCallWithoutTheCaller) {
                         if (rank == 0) ++ran;
                     }
                 const std::string state = comm.progress_state();
-                if (k > 0)
+                if (k > 0) {
                     EXPECT_EQ(state, "on: " + std::to_string(k) + " calls driven by the thread, 0 by the caller");
+                }
             },
             [&](Config &c) { ASSERT_EQ(c.set(algorithm_param(algo.collective), algo.name), LOOM_SUCCESS); });
         cases += ran;
@@ -223,15 +238,8 @@ TEST(ProgressThread, RequestFreedWhileRunningIsFinishedFirst) {
     on_threads_with_progress(p, [&](int rank, Communicator &comm) {
         for (int round = 0; round < 20; ++round) {
             std::vector<double> in(50000, rank + round), out(50000, -1);
-            CollArgs a;
-            a.collective = Collective::allreduce;
-            a.count = in.size();
-            CallData call;
-            call.sendbuf = in.data();
-            call.recvbuf = out.data();
-            call.type = LOOM_DOUBLE;
             std::unique_ptr<Request> req;
-            ASSERT_EQ(comm.start(a, call, &req), LOOM_SUCCESS);
+            ASSERT_EQ(start_allreduce(comm, in, out, LOOM_DOUBLE, &req), LOOM_SUCCESS);
             req.reset();  // freed at once, whatever the thread has done
             ASSERT_EQ(out.front(), 3.0 * round + 3) << "round " << round;
             ASSERT_EQ(out.back(), 3.0 * round + 3);
@@ -241,19 +249,12 @@ TEST(ProgressThread, RequestFreedWhileRunningIsFinishedFirst) {
 
 TEST(ProgressThread, CommunicatorFreedWithWorkPendingFinishesIt) {
     const int p = 4;
-    std::vector<std::vector<int32_t>> out(p);
+    std::vector<std::vector<int32_t>> in(p), out(p);  // outlive the communicators, which finish the calls
     std::vector<std::unique_ptr<Request>> left(p);
     on_threads_with_progress(p, [&](int rank, Communicator &comm) {
-        std::vector<int32_t> in(4096, rank);
+        in[rank].assign(4096, rank);
         out[rank].assign(4096, -1);
-        CollArgs a;
-        a.collective = Collective::allreduce;
-        a.count = in.size();
-        CallData call;
-        call.sendbuf = in.data();
-        call.recvbuf = out[rank].data();
-        call.type = LOOM_INT32;
-        ASSERT_EQ(comm.start(a, call, &left[rank]), LOOM_SUCCESS);
+        ASSERT_EQ(start_allreduce(comm, in[rank], out[rank], LOOM_INT32, &left[rank]), LOOM_SUCCESS);
         // The communicator goes first, as with MPI_Finalize and a request never waited for.
     });
     for (int r = 0; r < p; ++r) {
@@ -282,15 +283,8 @@ TEST(ProgressThread, OffMeansNoThreadAndTheCallerProgresses) {
         threads.emplace_back([&, r] {
             Communicator comm(fabric.endpoint(r), Config());
             std::vector<int32_t> in(1000, r + 1), out(1000);
-            CollArgs a;
-            a.collective = Collective::allreduce;
-            a.count = in.size();
-            CallData call;
-            call.sendbuf = in.data();
-            call.recvbuf = out.data();
-            call.type = LOOM_INT32;
             std::unique_ptr<Request> req;
-            ASSERT_EQ(comm.start(a, call, &req), LOOM_SUCCESS);
+            ASSERT_EQ(start_allreduce(comm, in, out, LOOM_INT32, &req), LOOM_SUCCESS);
             EXPECT_FALSE(ProgressThread::instance().running());
             ASSERT_EQ(req->wait(), LOOM_SUCCESS);
             EXPECT_EQ(out[0], 3);
