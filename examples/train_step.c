@@ -61,7 +61,7 @@ static void usage(void) {
             "  --gemm N            SGEMM dimension of the compute kernel (default 96)\n"
             "  --steps S           timed steps per mode (default 20), after --warmup W (default 3)\n"
             "  -c                  check every gradient after every step\n"
-            "  --csv FILE          one row per mode\n");
+            "  --csv FILE          one row per mode (examples/plot-train-step.sh FILE plots it)\n");
 }
 
 static int parse(int argc, char **argv, struct options *o) {
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
             const double bound = m == COMPUTE_ONLY ? compute : m <= COMM_LOOM ? comm : fmax(compute, comm);
             printf("  %-22s %12.2f %12.2f %12.2f\n", mode_name[m], median[m], median[m] / bound,
                    median[BLOCKING_DEFAULT] / median[m]);
-            if (csv) fprintf(csv, "%s,%.4f,%.4f,%.4f\n", mode_name[m], median[m], bound, median[m] / bound);
+            if (csv) fprintf(csv, "\"%s\",%.4f,%.4f,%.4f\n", mode_name[m], median[m], bound, median[m] / bound);
         }
         if (csv) fclose(csv);
         printf("# vs_bound: step time / max(compute only, comm only of the same library); speedup: blocking, "
