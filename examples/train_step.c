@@ -169,12 +169,7 @@ int main(int argc, char **argv) {
     }
     /* Open MPI's own modules, and a communicator coll/loom takes if loaded. */
     MPI_Comm loom_comm, default_comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &loom_comm);
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "ompi_comm_coll_preference", "^loom");
-    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &default_comm);
-    MPI_Info_free(&info);
+    dup_loom_and_default(&loom_comm, &default_comm);
     int priority = 0;
     read_coll_loom_priority(&priority);
 

@@ -1,6 +1,6 @@
-/* coll/loom's priority as MPI_T reads it: whether the component is loaded
- * (it registers the control variable) and, if so, its priority. For the
- * benchmarks that time Open MPI's default and coll/loom in one process. */
+/* For the benchmarks that time Open MPI's default collectives and coll/loom
+ * in one process: coll/loom's priority as MPI_T reads it, and the two
+ * communicators. */
 #ifndef LOOM_PERF_COLL_LOOM_PRIORITY_H
 #define LOOM_PERF_COLL_LOOM_PRIORITY_H
 #include <mpi.h>
@@ -19,5 +19,16 @@ static int read_coll_loom_priority(int *priority) {
     }
     MPI_T_finalize();
     return found;
+}
+/* Two duplicates of MPI_COMM_WORLD: one coll/loom takes (when loaded and
+ * on), and one made with Open MPI's info key ompi_comm_coll_preference =
+ * "^loom", which gets the modules Open MPI would pick without Loom. */
+static void dup_loom_and_default(MPI_Comm *loom_side, MPI_Comm *default_side) {
+    MPI_Comm_dup(MPI_COMM_WORLD, loom_side);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "ompi_comm_coll_preference", "^loom");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, default_side);
+    MPI_Info_free(&info);
 }
 #endif

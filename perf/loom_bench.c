@@ -595,12 +595,7 @@ static const char *make_interleave_comms(const struct options *o, char *why, siz
                  priority);
         return why;
     }
-    MPI_Comm_dup(MPI_COMM_WORLD, &loom_side_comm);
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "ompi_comm_coll_preference", "^loom");
-    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &default_comm);
-    MPI_Info_free(&info);
+    dup_loom_and_default(&loom_side_comm, &default_comm);
     return NULL;
 }
 
