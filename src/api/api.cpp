@@ -334,7 +334,7 @@ int loom_comm_size(loom_comm_t comm, int *size) {
 int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!name || !value) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_set_param: name or value is NULL");
-    auto held = comm->impl->hold();
+    auto lock = comm->impl->hold();
     return comm->impl->config().set(name, value);
 }
 

@@ -79,8 +79,8 @@ Request::~Request() {
 }
 
 void Communicator::keep_spare(std::vector<unsigned char> &&buffer) {
-    constexpr size_t kSmallest = 64 << 10, kMostBuffers = 8, kMostBytes = size_t{512} << 20;
-    if (buffer.capacity() < kSmallest) return;
+    constexpr size_t kMostBuffers = 8, kMostBytes = size_t{512} << 20;
+    if (buffer.capacity() < kSmallestSpare) return;
     size_t held = buffer.capacity();
     for (const auto &b : spare_buffers_) held += b.capacity();
     // The smallest go first.
@@ -96,12 +96,20 @@ void Communicator::keep_spare(std::vector<unsigned char> &&buffer) {
 }
 
 void Communicator::take_spare(std::vector<unsigned char> &into, size_t bytes) {
+    if (into.capacity() >= bytes) return;
     auto best = spare_buffers_.end();
     for (auto it = spare_buffers_.begin(); it != spare_buffers_.end(); ++it)
         if (it->capacity() >= bytes && (best == spare_buffers_.end() || it->capacity() < best->capacity())) best = it;
     if (best == spare_buffers_.end()) return;
     into.swap(*best);
-    if (best->capacity() < (64 << 10)) spare_buffers_.erase(best);  // what was in `into`: not worth keeping
+    if (best->capacity() < kSmallestSpare) spare_buffers_.erase(best);  // what was in `into`: not worth keeping
+}
+
+std::unique_ptr<Request> Communicator::make_request() {
+    auto req = std::make_unique<Request>();
+    req->comm_ = this;
+    live_.push_back(req.get());
+    return req;
 }
 
 Status Request::start() {
@@ -391,9 +399,7 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     use_progress_thread();
     Guard g(*this);
-    auto req = std::make_unique<Request>();
-    req->comm_ = this;
-    live_.push_back(req.get());
+    std::unique_ptr<Request> req = make_request();
     LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
     *out = std::move(req);
     return LOOM_SUCCESS;
@@ -402,9 +408,7 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
 Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     use_progress_thread();
     Guard g(*this);
-    auto req = std::make_unique<Request>();
-    req->comm_ = this;
-    live_.push_back(req.get());
+    std::unique_ptr<Request> req = make_request();
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
     args.progress_thread = threaded_;
@@ -490,13 +494,13 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
             eb.input = at;
         } else {
             const size_t bytes = args.input_count() * args.elem_size;
-            if (req.snapshot_.capacity() < bytes) take_spare(req.snapshot_, bytes);
+            take_spare(req.snapshot_, bytes);
             req.snapshot_.assign(at, at + bytes);
             eb.input = req.snapshot_.data();
         }
     }
     const size_t scratch_bytes = plan->program->scratch_count * args.elem_size;
-    if (req.scratch_.capacity() < scratch_bytes) take_spare(req.scratch_, scratch_bytes);
+    take_spare(req.scratch_, scratch_bytes);
     req.scratch_.resize(scratch_bytes);
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
@@ -522,7 +526,6 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     if (req.thread_driven_) wake_thread_ = true;  // once the caller lets go of the communicator (Guard)
     return LOOM_SUCCESS;
 }
-
 
 void Communicator::explain_once(const CollArgs &args, const CachedPlan &plan) {
     // One line per collective and power-of-two size bucket: what was chosen,
@@ -604,11 +607,7 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     if (!periodic_.empty()) run_periodic(args, call);
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
-    if (!blocking_) {
-        blocking_ = std::make_unique<Request>();
-        blocking_->comm_ = this;
-        live_.push_back(blocking_.get());
-    }
+    if (!blocking_) blocking_ = make_request();
     LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call, /*blocking=*/true));
     if (timed_plan_ == Route::kNoPlan) return blocking_->wait();
     const uint32_t plan = timed_plan_;

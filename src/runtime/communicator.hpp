@@ -240,8 +240,12 @@ class Communicator {
     // nonblocking calls: memory fresh from the system costs a page fault
     // per 4 KiB on first touch, and large ones come back to it when freed.
     std::vector<std::vector<unsigned char>> spare_buffers_;
+    static constexpr size_t kSmallestSpare = 64 << 10;  // smaller buffers are not worth keeping
     void keep_spare(std::vector<unsigned char> &&buffer);
+    // Gives `into` a spare of at least `bytes` if it has less room and one is kept.
     void take_spare(std::vector<unsigned char> &into, size_t bytes);
+    // A request of this communicator, registered (freeing the communicator detaches it).
+    std::unique_ptr<Request> make_request();
     bool progressing_ = false;
     // The progress thread. While it is attached, every entry point holds
     // mutex_ (recursive: a transport may run a progress engine that calls
