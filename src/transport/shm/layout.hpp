@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/futex.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace loom {
@@ -61,6 +62,10 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free, "cells need lock-free 
 inline size_t cell_stride(const ShmGeometry &g) { return kCellHeaderBytes + g.cell_payload; }
 
 inline InboxHeader *header_of(unsigned char *inbox) { return reinterpret_cast<InboxHeader *>(inbox); }
+inline Doorbell doorbell_of(unsigned char *inbox) {
+    InboxHeader *h = header_of(inbox);
+    return {&h->doorbell, &h->sleepers};
+}
 
 // After the header line: one byte per sender, the inbox owner's verdict on
 // reading that sender's memory: 0 before it has tried, kSingleCopyAllowed

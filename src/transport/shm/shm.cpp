@@ -189,14 +189,10 @@ inline void SharedMemoryTransport::poll() {
     for (size_t li = 0; li < peers_.size(); ++li) {
         if (li == my_index_) continue;
         if (!peers_[li].sends.empty() || !peers_[li].reading.empty()) push_sends(li);
-        if (!ring_peers_) {
-            pull_messages(li);
-            continue;
-        }
         // Cells emptied: the sender's thread may wait for room or for a single copy to be read.
         const uint64_t before = cells_moved_;
         pull_messages(li);
-        if (cells_moved_ != before) ring_peer(li);
+        if (ring_peers_ && cells_moved_ != before) ring_peer(li);
     }
     // Once every peer has mapped our inbox its name is no longer needed.
     if (node_.own && node_.own->named() &&
@@ -205,21 +201,29 @@ inline void SharedMemoryTransport::poll() {
 }
 
 inline void SharedMemoryTransport::push_sends(size_t li) {
-    if (!ring_peers_) return push_sends_to(peers_[li]);
     const uint64_t before = cells_moved_;
     push_sends_to(peers_[li]);
-    if (cells_moved_ != before) ring_peer(li);
+    if (ring_peers_ && cells_moved_ != before) ring_peer(li);
 }
 
 // Wakes peer li's progress thread if it sleeps. Its inbox is mapped here if
 // this rank never sent to it (the thread may wait for room we freed).
 inline void SharedMemoryTransport::ring_peer(size_t li) {
+    if (unsigned char *inbox = peer_inbox(li)) ring(doorbell_of(inbox));
+}
+
+// Peer li's inbox, mapped on first use; null while it does not exist yet or
+// when it belongs to someone else (map_error_ says so).
+inline unsigned char *SharedMemoryTransport::peer_inbox(size_t li) {
     if (!node_.peers[li]) {
         bool mapped = false;
-        if (shm_open_peer(node_.key, li, &node_, &mapped) != LOOM_SUCCESS || !mapped) return;
+        if (shm_open_peer(node_.key, li, &node_, &mapped) != LOOM_SUCCESS) {
+            map_error_ = last_error_message();
+            return nullptr;
+        }
+        if (!mapped) return nullptr;
     }
-    InboxHeader *h = header_of(node_.peers[li]->data());
-    ring(Doorbell{&h->doorbell, &h->sleepers});
+    return node_.peers[li]->data();
 }
 
 // Writes queued sends to the peer's ring while it has free cells. A
@@ -234,15 +238,8 @@ inline void SharedMemoryTransport::push_sends_to(PeerState &ps) {
         finish_read_sends(ps);
         if (ps.sends.empty()) return;
         ShmOp *op = ps.sends.front();
-        if (!node_.peers[op->peer]) {
-            bool mapped = false;
-            if (shm_open_peer(node_.key, op->peer, &node_, &mapped) != LOOM_SUCCESS) {
-                map_error_ = last_error_message();
-                return;
-            }
-            if (!mapped) return;
-        }
-        unsigned char *inbox = node_.peers[op->peer]->data();
+        unsigned char *inbox = peer_inbox(op->peer);
+        if (!inbox) return;
         if (!op->header_written && op->single_copy &&
             single_copy_flag(inbox, my_index_)->load(std::memory_order_relaxed) == kSingleCopyAllowed) {
             if (!push_single_copy(ps, op, inbox)) return;

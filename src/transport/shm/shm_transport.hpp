@@ -100,10 +100,7 @@ class SharedMemoryTransport final : public Transport {
     void call_ends(uint32_t plan, uint64_t elapsed_ns) override;
 
     bool progress_thread_safe() const override { return true; }
-    Doorbell doorbell() override {
-        InboxHeader *h = header_of(node_.own->data());
-        return {&h->doorbell, &h->sleepers};
-    }
+    Doorbell doorbell() override { return doorbell_of(node_.own->data()); }
     void ring_peers() override { ring_peers_ = true; }
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
@@ -218,6 +215,7 @@ class SharedMemoryTransport final : public Transport {
     inline void push_sends(size_t li);
     inline void push_sends_to(PeerState &ps);
     inline void ring_peer(size_t li);
+    inline unsigned char *peer_inbox(size_t li);
     inline bool push_whole(PeerState &ps, ShmOp *op, unsigned char *inbox);
     inline void pull_messages(size_t li);
     inline bool begin_message(PeerState &ps, size_t li, uint32_t tag, uint64_t bytes);
