@@ -517,25 +517,21 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // here; a failed rail's never again.
     unsigned events = 0;
     {
-        RailsLock lock(rails_mutex());
+        RailsLock lock(rails_mutex());  // UCX calls only: released before anything below is polled
         for (const auto &w : worker_)
             if (!w->down) events += ucp_worker_progress(w->handle);
+        for (size_t i = 0; i < n; ++i) {
+            const uint32_t index = op_index(hs[i]);
+            const Status st = advance_rails(ops_[index]);
+            if (st != LOOM_SUCCESS) {
+                cancel(ops_[index]);
+                free_op(index);
+                return st;
+            }
+        }
     }
     movements_ += events;
     bool any = false;
-    for (size_t i = 0; i < n; ++i) {
-        const uint32_t index = op_index(hs[i]);
-        Status st;
-        {
-            RailsLock lock(rails_mutex());
-            st = advance_rails(ops_[index]);
-        }
-        if (st != LOOM_SUCCESS) {
-            cancel(ops_[index]);
-            free_op(index);
-            return st;
-        }
-    }
     // What waits below (answers, pieces moved) is polled when the rails were
     // idle, and every kBelowPollEvery polls: testing the PML drives Open
     // MPI's progress engine, which gives the core away when it finds nothing.
