@@ -7,7 +7,6 @@
  * used in each period, as a percentage of the period.
  *   mpirun -np 2 build/perf/progress_idle [SECONDS]
  */
-#include <dirent.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,35 +14,13 @@
 #include <unistd.h>
 
 #include "loom.h"
+#include "progress_threads.h"
 
 /* CPU seconds (user + system) of this process's loom-progress thread. */
 static double thread_cpu(void) {
-    DIR *d = opendir("/proc/self/task");
-    double total = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[300], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        const int ours = fgets(name, sizeof name, f) && !strncmp(name, "loom-progress", 13);
-        fclose(f);
-        if (!ours) continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (!f) continue;
-        char line[1024];
-        if (fgets(line, sizeof line, f)) {
-            const char *p = strrchr(line, ')');
-            unsigned long utime = 0, stime = 0;
-            /* fields 14 and 15 (utime, stime) counted from the state, field 3 */
-            if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2)
-                total += (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-        }
-        fclose(f);
-    }
-    if (d) closedir(d);
-    return total;
+    double cpu = 0;
+    loom_progress_threads(&cpu);
+    return cpu;
 }
 
 int main(int argc, char **argv) {

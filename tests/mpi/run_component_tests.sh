@@ -29,6 +29,24 @@ status=0
 log=$(mktemp)
 trap 'rm -f "$log" "$log.rows"' EXIT
 
+# check_program NP PROGRAM VERDICT LABEL [mpirun args...]: PROGRAM (a test of
+# tests/mpi) under coll/loom on NP ranks passes when it succeeds and its
+# line reads "PROGRAM np=NP:" then VERDICT (a grep pattern); LABEL follows
+# the PASS or FAIL line.
+check_program() {
+    np=$1 program=$2 verdict=$3 label=$4
+    shift 4
+    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+        --mca coll_loom_priority 100 "$@" "$build/tests/mpi/$program" >"$log" 2>&1 &&
+        grep -q "^$program np=$np:$verdict" "$log"; then
+        echo "PASS: $(grep "^$program np=$np:" "$log")$label"
+    else
+        echo "FAIL: $program np=$np$label"
+        tail -15 "$log"
+        status=1
+    fi
+}
+
 # run NP LABEL EXPECT [MCA args...]: EXPECT is "coll algorithm" pairs the stats must show
 run() {
     np=$1 label=$2 expect=$3
@@ -191,15 +209,7 @@ done
 # while the ranks sleep, a freed communicator finishes its call, and no
 # thread is left after MPI_Finalize (a nonblocking call never waited for).
 for np in 2 3; do
-    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
-        --mca coll_loom_priority 100 --mca coll_loom_progress_thread on "$build/tests/mpi/test_progress_thread" \
-        >"$log" 2>&1 && grep -q "^test_progress_thread np=$np: .*: PASS" "$log"; then
-        echo "PASS: $(grep "^test_progress_thread np=$np:" "$log")"
-    else
-        echo "FAIL: test_progress_thread np=$np through coll/loom"
-        tail -15 "$log"
-        status=1
-    fi
+    check_program "$np" test_progress_thread " .*: PASS" " (through coll/loom)" --mca coll_loom_progress_thread on
 done
 
 # Alltoall blocks above one ring message (128 KiB) but within a ring
@@ -389,16 +399,7 @@ fi
 # progress thread, where it is on).
 for spec in "1 off" "2 off" "3 off" "4 off" "5 off" "2 on" "3 on"; do
     set -- $spec
-    np=$1
-    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
-        --mca coll_loom_priority 100 --mca coll_loom_progress_thread "$2" -x LOOM_PROGRESS_THREAD="$2" \
-        "$build/tests/mpi/test_persistent" >"$log" 2>&1 &&
-        grep -q "^test_persistent np=$np: 0 wrong elements; allocations outside Open MPI: 0 in loom_start, 0 in MPI_Start" "$log"; then
-        echo "PASS: $(grep "^test_persistent np=$np:" "$log") (progress thread $2)"
-    else
-        echo "FAIL: test_persistent np=$np (progress thread $2)"
-        tail -15 "$log"
-        status=1
-    fi
+    check_program "$1" test_persistent " 0 wrong elements; allocations outside Open MPI: 0 in loom_start, 0 in MPI_Start" \
+        " (progress thread $2)" --mca coll_loom_progress_thread "$2" -x LOOM_PROGRESS_THREAD="$2"
 done
 exit $status

@@ -17,13 +17,13 @@
  * Needs shared memory between the ranks (one node).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../../perf/progress_threads.h"
 #include "loom.h"
 
 static int rank, size, failures;
@@ -32,25 +32,6 @@ static void check(int ok, const char *what) {
     if (ok) return;
     ++failures;
     fprintf(stderr, "test_progress_thread rank %d: FAIL: %s (%s)\n", rank, what, loom_last_error());
-}
-
-/* Threads of this process named loom-progress. */
-static int progress_threads(void) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char path[300], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        if (fgets(name, sizeof name, f) && !strncmp(name, "loom-progress", 13)) ++n;
-        fclose(f);
-    }
-    closedir(d);
-    return n;
 }
 
 static uint64_t cells_moved(loom_comm_t c) {
@@ -98,7 +79,7 @@ int main(int argc, char **argv) {
     const char *state = NULL;
     check(loom_comm_progress_state(comm, &state) == LOOM_SUCCESS && !strncmp(state, "on: 6 calls driven", 18),
           "progress state counts 6 calls driven by the thread");
-    check(progress_threads() == 1, "one loom-progress thread while the communicator uses it");
+    check(loom_progress_threads(NULL) == 1, "one loom-progress thread while the communicator uses it");
 
     /* Freed with a collective running: finished first. */
     loom_comm_t second = NULL;
@@ -117,14 +98,14 @@ int main(int argc, char **argv) {
      * Loom communicator uses the thread too (Open MPI's communicator
      * duplication runs an MPI_Iallreduce on it) until MPI_Finalize. */
     if (libloom_only)
-        check(progress_threads() == 0, "no loom-progress thread after the last communicator is freed");
+        check(loom_progress_threads(NULL) == 0, "no loom-progress thread after the last communicator is freed");
 
     /* Through MPI: left running at MPI_Finalize. */
     MPI_Request never_waited;
     MPI_Iallreduce(in, out, (int)counts[0], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &never_waited);
-    const int during = progress_threads();
+    const int during = loom_progress_threads(NULL);
     MPI_Finalize();
-    check(progress_threads() == 0, "no loom-progress thread after MPI_Finalize");
+    check(loom_progress_threads(NULL) == 0, "no loom-progress thread after MPI_Finalize");
     if (failures) {
         printf("test_progress_thread np=%d rank %d: FAIL (%d)\n", size, rank, failures);
         return 1;
