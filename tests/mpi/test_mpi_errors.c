@@ -32,6 +32,10 @@ int main(int argc, char **argv) {
     expect(loom_comm_create(MPI_COMM_WORLD, &comm), LOOM_ERR_UNKNOWN_ALGORITHM, "LOOM_ALLREDUCE_ALGORITHM",
            "env with unknown algorithm");
     unsetenv("LOOM_ALLREDUCE_ALGORITHM");
+    setenv("LOOM_PROGRESS_THREAD", "sometimes", 1);
+    expect(loom_comm_create(MPI_COMM_WORLD, &comm), LOOM_ERR_INVALID_PARAMETER_VALUE, "LOOM_PROGRESS_THREAD",
+           "env with an unknown progress_thread value");
+    unsetenv("LOOM_PROGRESS_THREAD");
     expect(loom_comm_create(MPI_COMM_NULL, &comm), LOOM_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL", "null communicator");
     expect(loom_comm_create(MPI_COMM_WORLD, NULL), LOOM_ERR_INVALID_ARGUMENT, "NULL", "null out pointer");
     if (loom_comm_create(MPI_COMM_WORLD, &comm) != LOOM_SUCCESS) {
@@ -50,6 +54,15 @@ int main(int argc, char **argv) {
            "transport info without a version");
     info.version = LOOM_TRANSPORT_INFO_VERSION;
     expect(loom_comm_transport_info(comm, &info), LOOM_SUCCESS, NULL, "transport info of this version");
+    /* The progress thread: its values named when one is wrong; its state needs somewhere to go. */
+    expect(loom_comm_set_param(comm, "progress_thread", "yes"), LOOM_ERR_INVALID_PARAMETER_VALUE, "off,on,auto",
+           "progress_thread = yes");
+    const char *state = NULL;
+    expect(loom_comm_progress_state(comm, NULL), LOOM_ERR_INVALID_ARGUMENT, "state is NULL",
+           "progress state into NULL");
+    expect(loom_comm_progress_state(NULL, &state), LOOM_ERR_INVALID_ARGUMENT, NULL, "progress state of no communicator");
+    expect(loom_comm_progress_state(comm, &state), LOOM_SUCCESS, NULL, "progress state");
+    if (state && strcmp(state, "off") != 0) expect(1, 0, NULL, "progress state is off by default");
     expect(loom_allreduce(buf, buf, 4, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_ARGUMENT, "LOOM_IN_PLACE",
            "aliased buffers without in-place");
     expect(loom_allreduce(buf, out, -1, LOOM_INT, LOOM_SUM, comm), LOOM_ERR_INVALID_COUNT, "negative",
