@@ -33,15 +33,17 @@ trap 'rm -f "$log" "$log.rows"' EXIT
 # tests/mpi) under coll/loom on NP ranks passes when it succeeds and its
 # line reads "PROGRAM np=NP:" then VERDICT (a grep pattern); LABEL follows
 # the PASS or FAIL line.
+# (Its variables have names of their own: sh has no locals, and run() reads $program.)
 check_program() {
-    np=$1 program=$2 verdict=$3 label=$4
+    check_np=$1 check_program=$2 check_verdict=$3 check_label=$4
     shift 4
-    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
-        --mca coll_loom_priority 100 "$@" "$build/tests/mpi/$program" >"$log" 2>&1 &&
-        grep -q "^$program np=$np:$verdict" "$log"; then
-        echo "PASS: $(grep "^$program np=$np:" "$log")$label"
+    if timeout 300 "$MPIEXEC" --oversubscribe -np "$check_np" \
+        --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" --mca coll_loom_priority 100 "$@" \
+        "$build/tests/mpi/$check_program" >"$log" 2>&1 &&
+        grep -q "^$check_program np=$check_np:$check_verdict" "$log"; then
+        echo "PASS: $(grep "^$check_program np=$check_np:" "$log")$check_label"
     else
-        echo "FAIL: $program np=$np$label"
+        echo "FAIL: $check_program np=$check_np$check_label"
         tail -15 "$log"
         status=1
     fi
