@@ -15,7 +15,7 @@ make -j"$(nproc)" perf >/dev/null
 rc=0
 make -j"$(nproc)" check || rc=$?
 for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_component_tests.sh.log \
-    tests/mpi/run_testbed_test.sh.log; do
+    tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log; do
     [ -f "$log" ] && grep -E "^\[  (PASSED|FAILED)  \]|^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" "$log" || true
 done
 # Count individual test cases: gtest's summary plus one per mpirun invocation.
@@ -26,10 +26,10 @@ mpi_fail=$(grep -c "^FAIL: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
 # coll/loom: one PASS/FAIL line per mpirun (np x forced algorithms) and per tool check
 comp_pass=$(grep -c "^PASS: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
 comp_fail=$(grep -c "^FAIL: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
-# The cluster-in-a-box test: one PASS, or SKIP with its reason where
-# network namespaces are not permitted.
-bed_pass=$(grep -c "^PASS: " tests/mpi/run_testbed_test.sh.log 2>/dev/null || true)
-bed_fail=$(grep -c "^FAIL: " tests/mpi/run_testbed_test.sh.log 2>/dev/null || true)
+# The cluster-in-a-box tests (the testbed, Slurm on it): PASS lines, or
+# SKIP with its reason where namespaces or Slurm are not available.
+bed_pass=$(cat tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log 2>/dev/null | grep -c "^PASS: " || true)
+bed_fail=$(cat tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log 2>/dev/null | grep -c "^FAIL: " || true)
 total_pass=$(( ${unit_pass:-0} + ${mpi_pass:-0} + ${comp_pass:-0} + ${bed_pass:-0} ))
 total_fail=$(( ${unit_fail:-0} + ${mpi_fail:-0} + ${comp_fail:-0} + ${bed_fail:-0} ))
 [ "$rc" -ne 0 ] && [ "$total_fail" -eq 0 ] && total_fail=1

@@ -12,6 +12,7 @@
 #   testbed.sh run [mpirun args...]   (mpirun from node 0 across all nodes)
 #   testbed.sh exec NODE cmd...       (a command inside one node)
 #   testbed.sh check           (per-rail bandwidth vs the shaping; ranks grouped by node)
+#   testbed.sh slurm-up / slurm-down / slurm CMD...   (Slurm on the nodes: slurm.sh)
 # Root only. See perf/testbed/README.md.
 set -eu
 # LOOM_TESTBED_NAME keeps several testbeds apart (the tests use their own).
@@ -25,7 +26,12 @@ nodes() { cat "$state/nodes" 2>/dev/null || echo 0; }
 rails() { cat "$state/rails" 2>/dev/null || echo 0; }
 
 down() {
+    [ ! -d "$state/slurm" ] || sh "$(dirname "$0")/slurm.sh" down >/dev/null 2>&1 || true
     for ns in $(ip netns list 2>/dev/null | awk -v p="$name-" 'index($1, p) == 1 {print $1}'); do
+        # A process left in a node (a daemon, an orted of a crashed run)
+        # would keep its namespace and addresses alive.
+        pids=$(ip netns pids "$ns" 2>/dev/null || true)
+        [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
         ip netns delete "$ns" 2>/dev/null || true
     done
     if [ -d "$state" ]; then
@@ -116,7 +122,8 @@ rail_link() {
 }
 
 # Runs "$@" inside node $1: its network and hostname, its own /tmp, sysfs
-# remounted (so hwloc sees its interfaces), the testbed's hosts file.
+# remounted (so hwloc sees its interfaces) with the host's cgroup mounts
+# kept (slurmd needs them), the testbed's hosts file.
 in_node() {
     i=$1
     shift
@@ -127,7 +134,11 @@ in_node() {
     exec nsenter --net="/run/netns/$name-n$i" --uts="$state/n$i.uts" \
         unshare --mount --propagation private sh -c '
             state=$1 i=$2 keep=$3; shift 3
-            mount -t sysfs sysfs /sys 2>/dev/null || true
+            mkdir -p "$state/cgroup-n$i"
+            mount --rbind /sys/fs/cgroup "$state/cgroup-n$i" 2>/dev/null || true
+            if mount -t sysfs sysfs /sys 2>/dev/null; then
+                mount --rbind "$state/cgroup-n$i" /sys/fs/cgroup 2>/dev/null || true
+            fi
             for path in $keep; do
                 case $path in /tmp/*) mkdir -p "$state/tmp-n$i${path#/tmp}" && mount --bind "$path" "$state/tmp-n$i${path#/tmp}" ;; esac
             done
@@ -204,5 +215,8 @@ case ${1:-} in
     check) check ;;
     rail-down) shift; rail_link "$@" down ;;
     rail-up) shift; rail_link "$@" up ;;
-    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+    slurm-up) shift; exec sh "$(dirname "$0")/slurm.sh" up "$@" ;;
+    slurm-down) exec sh "$(dirname "$0")/slurm.sh" down ;;
+    slurm) shift; exec sh "$(dirname "$0")/slurm.sh" run "$@" ;;
+    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
 esac
