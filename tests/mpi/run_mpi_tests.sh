@@ -2,6 +2,8 @@
 # Runs the MPI integration tests under mpirun at 1..5 ranks (more ranks than
 # cores: --oversubscribe). Each run has a timeout so a hang fails instead of
 # blocking the suite. Skips (exit 77) when no launcher was found.
+# MPIEXEC may be Open MPI's mpirun or MPICH's Hydra (mpiexec.mpich:
+# scripts/mpich-check.sh), whose options differ.
 set -u
 MPIEXEC=${MPIEXEC:-mpirun}
 # The test programs are built in the build tree, not beside this script.
@@ -14,6 +16,19 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Keep Open MPI on shared memory and loopback; no stray network probing.
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMPI_MCA_mpi_yield_when_idle=1
+# Hydra passes the whole environment to every rank and never refuses more
+# ranks than cores; Open MPI's mpirun needs -x and --oversubscribe.
+if "$MPIEXEC" --version 2>&1 | grep -q HYDRA; then
+    hydra=yes oversubscribe=""
+else
+    hydra=no oversubscribe=--oversubscribe
+fi
+# env_args VAR=VALUE...: the launcher's arguments that set them on every rank.
+env_args() {
+    for v; do
+        if [ $hydra = yes ]; then printf ' -genv %s %s' "${v%%=*}" "${v#*=}"; else printf ' -x %s' "$v"; fi
+    done
+}
 status=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,8 +48,8 @@ collectives() {
     np=$1
     shift
     xs=
-    for v; do xs="$xs -x ${v%%=*}"; done
-    env "$@" timeout 300 "$MPIEXEC" $xs --oversubscribe -np "$np" "$dir/test_mpi_collectives" >"$tmp/run.out" 2>&1
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_mpi_collectives" >"$tmp/run.out" 2>&1
     rc=$?
     cat "$tmp/run.out"
     sed -n 's/^test_mpi_collectives np=[0-9]* forced: //p' "$tmp/run.out" | tr ' ' '\n' | tr / ' ' >>"$tmp/forced"
@@ -46,7 +61,7 @@ for np in 1 2 3 4 5; do
         echo "FAIL: test_mpi_collectives at np=$np"
         status=1
     fi
-    if ! timeout 300 "$MPIEXEC" --oversubscribe -np "$np" "$dir/test_mpi_errors"; then
+    if ! timeout 300 "$MPIEXEC" $oversubscribe -np "$np" "$dir/test_mpi_errors"; then
         echo "FAIL: test_mpi_errors at np=$np"
         status=1
     fi
@@ -77,7 +92,7 @@ for spec in "2 nodes=1" "3 nodes=1" "4 nodes=2"; do
     fi
 done
 for np in 1 2 4; do
-    if timeout 300 "$MPIEXEC" --oversubscribe -np "$np" "$dir/test_progress_thread" --libloom-only >"$tmp/run.out" 2>&1 &&
+    if timeout 300 "$MPIEXEC" $oversubscribe -np "$np" "$dir/test_progress_thread" --libloom-only >"$tmp/run.out" 2>&1 &&
         grep -q "^test_progress_thread np=$np: .*: PASS" "$tmp/run.out"; then
         echo "PASS: $(grep "^test_progress_thread np=$np:" "$tmp/run.out")"
     else
@@ -229,7 +244,7 @@ else
     status=1
 fi
 # loom-info --topology under mpirun reports the emulated nodes as every rank sees them.
-out=$(LOOM_TOPOLOGY="0,1,1,0;rails=2" timeout 120 "$MPIEXEC" -x LOOM_TOPOLOGY --oversubscribe -np 4 \
+out=$(LOOM_TOPOLOGY="0,1,1,0;rails=2" timeout 120 "$MPIEXEC" $(env_args LOOM_TOPOLOGY="0,1,1,0;rails=2") $oversubscribe -np 4 \
     "${top_builddir:-.}/src/loom-info" --topology 2>&1)
 if echo "$out" | grep -q "2 nodes: \[0 3\] \[1 2\], 2 rails (emulated)" &&
     echo "$out" | grep -q "rank 2: .*node 1 of 2, local rank 1 of 2, shared_memory among 2, lane 1 of 2"; then
@@ -246,7 +261,7 @@ bench="${top_builddir:-.}/perf/loom-bench"
 for api in mpi loom; do
     for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall \
         iallreduce ireduce_scatter ireduce_scatter_block iallgather ialltoall; do
-        if ! timeout 120 "$MPIEXEC" --oversubscribe -np 3 "$bench" "$coll" --api "$api" -m 4:4096 -i 20 -x 2 -c -f \
+        if ! timeout 120 "$MPIEXEC" $oversubscribe -np 3 "$bench" "$coll" --api "$api" -m 4:4096 -i 20 -x 2 -c -f \
             -T all -t 3 --bw --csv "$tmp/out.csv" --json "$tmp/out.json" >"$tmp/out.txt" 2>&1 ||
             grep -q "DATA VALIDATION ERROR\|Fail" "$tmp/out.txt" || [ "$(grep -c Pass "$tmp/out.txt")" -lt 20 ] ||
             [ "$(wc -l <"$tmp/out.csv")" -ne $(($(grep -c Pass "$tmp/out.txt") + 1)) ] ||
@@ -261,14 +276,14 @@ echo "loom-bench: 20 validated runs done"
 # loom-compare: two configurations interleaved twice: a table with both
 # medians and their ratio per size, the commands it ran, and a plot.
 if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce -m 8:64 -r 2 -n 2 -i 20 -x 2 -o "$tmp/cmp" \
-    --mpirun "$MPIEXEC --oversubscribe" flat='-x LOOM_SHARED_MEMORY=0' shm='-x LOOM_SHARED_MEMORY=1' \
+    --mpirun "$MPIEXEC $oversubscribe" flat="$(env_args LOOM_SHARED_MEMORY=0)" shm="$(env_args LOOM_SHARED_MEMORY=1)" \
     -b "--api loom" >"$tmp/cmp.out" 2>&1 &&
     [ "$(grep -Ec '^(8|16|32|64) +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$tmp/cmp/allreduce.table")" -eq 4 ] &&
     [ "$(grep -c 'loom-bench allreduce' "$tmp/cmp/commands.txt")" -eq 4 ] &&
     { ! command -v gnuplot >/dev/null || [ -s "$tmp/cmp/allreduce.png" ]; }; then
     # A second run with fewer sizes in the same directory: only its own rows.
     if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce -m 8:16 -r 1 -n 2 -i 5 -x 1 \
-        -o "$tmp/cmp" --mpirun "$MPIEXEC --oversubscribe" flat='-x LOOM_SHARED_MEMORY=0' shm='-x LOOM_SHARED_MEMORY=1' \
+        -o "$tmp/cmp" --mpirun "$MPIEXEC $oversubscribe" flat="$(env_args LOOM_SHARED_MEMORY=0)" shm="$(env_args LOOM_SHARED_MEMORY=1)" \
         -b "--api loom" >"$tmp/cmp.out" 2>&1 &&
         [ "$(grep -Ec '^[0-9]+ ' "$tmp/cmp/allreduce.table")" -eq 2 ]; then
         echo "PASS: loom-compare"

@@ -1,0 +1,37 @@
+#!/bin/sh
+# libloom against a second MPI: configures and builds it in build-mpich/
+# with Debian's MPICH (--with-mpi=/usr/bin/mpicc.mpich; Open MPI stays the
+# default mpicc), then runs the C API's MPI tests (tests/mpi/run_mpi_tests.sh)
+# under MPICH's mpiexec. coll/loom is Open MPI's and is not built here.
+# Skips (77) with the reason where MPICH is not installed
+# (sh scripts/install-deps.sh --mpich). Run by CI after the test suite.
+set -eu
+cd "$(dirname "$0")/.."
+wrapper=${MPICH_CC:-/usr/bin/mpicc.mpich}
+launcher=$(dirname "$wrapper")/$(basename "$wrapper" | sed 's/^mpicc/mpiexec/')
+if [ ! -x "$wrapper" ] || [ ! -x "$launcher" ]; then
+    echo "SKIP: MPICH's $wrapper and $launcher not found (sh scripts/install-deps.sh --mpich)"
+    exit 77
+fi
+start=$(date +%s)
+[ -x configure ] || autoreconf -fi >/dev/null
+mkdir -p build-mpich
+cd build-mpich
+[ -f Makefile ] || ../configure --quiet --with-mpi="$wrapper" --without-cuda
+grep -q "^MPIEXEC = $launcher$" Makefile || { echo "FAIL: configure did not pick $launcher"; exit 1; }
+make -j"$(nproc)" src/libloom.la src/loom-info perf/loom-bench \
+    tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread >/dev/null
+# Linked against MPICH, not Open MPI.
+if ! ldd src/.libs/libloom.so | grep -q libmpich || ldd src/.libs/libloom.so | grep -q libmpi.so; then
+    echo "FAIL: libloom is not linked against MPICH alone:"; ldd src/.libs/libloom.so | grep -i mpi
+    exit 1
+fi
+echo "mpich-check: libloom built against $("$launcher" --version | sed -n 's/^ *Version: *//p' | head -1) in $(( $(date +%s) - start )) s"
+rc=0
+MPIEXEC=$launcher top_builddir=. sh ../tests/mpi/run_mpi_tests.sh >run_mpi_tests.log 2>&1 || rc=$?
+grep -E "^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" run_mpi_tests.log || true
+pass=$(grep -c " 0 failures$\|^PASS: " run_mpi_tests.log || true)
+fail=$(grep -c "^FAIL: " run_mpi_tests.log || true)
+[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+echo "mpich-check: $pass passed, $fail failed under $launcher in $(( $(date +%s) - start )) s (log: build-mpich/run_mpi_tests.log)"
+exit $rc
