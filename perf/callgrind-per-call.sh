@@ -12,7 +12,7 @@
 # neither is used here.
 usage() {
     cat >&2 <<EOF
-usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d] [-w] [-t PCT] [BUILD | OLD_BUILD NEW_BUILD]
+usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d] [-w] [-t PCT] [-f K] [BUILD | OLD_BUILD NEW_BUILD]
   BUILD       build directory (default build/); with two, compares: new/old per row,
               exit 1 when a total or non-mem* ratio is above 1 + PCT/100
   -s SIZES    bytes, comma-separated (default 8,65536)
@@ -22,15 +22,17 @@ usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d] [-w] [-t PCT] [BUILD | O
   -d          Open MPI's default collectives (--mca coll ^loom) instead of coll/loom
   -w          count the whole process (all threads, start-up; noisier) instead of the MPI call
   -t PCT      compare threshold in percent (default 2)
+  -f K        also list, per row, the K functions with the most instructions per call
+              (each function's own instructions, (Ir(2N)-Ir(N))/N): where a call's cost goes
 EOF
     exit 2
 }
 sizes=8,65536 colls=allreduce,reduce_scatter,reduce_scatter_block,allgather,alltoall
-n=1000 warmup=100 default=0 whole=0 pct=2
-while getopts s:c:n:x:dwt:h o; do
+n=1000 warmup=100 default=0 whole=0 pct=2 functions=0
+while getopts s:c:n:x:dwt:f:h o; do
     case $o in
         s) sizes=$OPTARG ;; c) colls=$OPTARG ;; n) n=$OPTARG ;; x) warmup=$OPTARG ;;
-        d) default=1 ;; w) whole=1 ;; t) pct=$OPTARG ;; *) usage ;;
+        d) default=1 ;; w) whole=1 ;; t) pct=$OPTARG ;; f) functions=$OPTARG ;; *) usage ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -55,6 +57,11 @@ run() {
         tail -5 "$tmp/log" >&2
         exit 2
     fi
+    # Each function's own instructions, "function<TAB>Ir", for -f.
+    callgrind_annotate --auto=no --inclusive=no --threshold=100 "$out" 2>/dev/null |
+        sed -n -E 's/^ *([0-9,]+) \( *[0-9.]+%\)  ([^=<].*)/\2\t\1/p' | sed -E 's/ \[[^]]*\]\t/\t/' |
+        awk -F'\t' '$1 != "PROGRAM TOTALS" { gsub(",", "", $2); a[$1] += $2 } END { for (k in a) print k "\t" a[k] }' |
+        LC_ALL=C sort >"$tmp/functions.$4"
     callgrind_annotate --auto=no --inclusive=no --threshold=100 "$out" 2>/dev/null | awk '
         /PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
         /:_*mem(cpy|move|set)/ && !/=>/ { gsub(",", "", $1); mem += $1 }
@@ -66,6 +73,10 @@ per_call() {
     r1=$(run "$1" "$2" "$3" "$n") && [ -n "$r1" ] || exit 2
     r2=$(run "$1" "$2" "$3" $((2 * n))) && [ -n "$r2" ] || exit 2
     echo "$r1 $r2" | awk -v n="$n" '{ printf "%.1f %.1f\n", ($3 - $1) / n, ($3 - $4 - ($1 - $2)) / n }'
+    [ "$functions" -gt 0 ] && LC_ALL=C join -t"$(printf '\t')" -a2 -e0 -o 0,1.2,2.2 "$tmp/functions.$n" "$tmp/functions.$((2 * n))" |
+        awk -F'\t' -v n="$n" '{ d = ($3 - $2) / n; if (d >= 0.5) printf "%10.1f  %s\n", d, substr($1, 1, 110) }' |
+        sort -rn | head -n "$functions" >"$tmp/top"
+    return 0
 }
 
 for b in "$@"; do
@@ -91,6 +102,7 @@ for c in $(echo "$colls" | tr , ' '); do
         a=$(per_call "$old" "$c" "$s") || exit 2
         if [ $# = 1 ]; then
             echo "$c $s $a" | awk '{ printf "%-22s %8s %14.1f %14.1f\n", $1, $2, $3, $4 }'
+            [ "$functions" -gt 0 ] && cat "$tmp/top"
         else
             b=$(per_call "$new" "$c" "$s") || exit 2
             echo "$c $s $a $b" | awk -v lim="$pct" '{
