@@ -15,7 +15,7 @@ make -j"$(nproc)" perf >/dev/null
 rc=0
 make -j"$(nproc)" check || rc=$?
 for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_component_tests.sh.log \
-    tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log; do
+    tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log cuda/loom-kernel-check.log; do
     [ -f "$log" ] && grep -E "^\[  (PASSED|FAILED)  \]|^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" "$log" || true
 done
 # Count individual test cases: gtest's summary plus one per mpirun invocation.

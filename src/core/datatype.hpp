@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/pair_types.hpp"
 #include "core/reduced_float.hpp"
 #include "core/status.hpp"
 #include "loom.h"
@@ -44,31 +45,5 @@ ReduceFn reduction_kernel(loom_datatype_t type, loom_op_t op);
 // LOOM_SUCCESS, or an error naming the type/op problem.
 Status check_datatype(loom_datatype_t type);
 Status check_reduction(loom_datatype_t type, loom_op_t op);
-
-// Value/index pair layouts as MPI defines them (C struct layout).
-struct FloatInt {
-    float value;
-    int index;
-};
-struct DoubleInt {
-    double value;
-    int index;
-};
-struct LongInt {
-    long value;
-    int index;
-};
-struct TwoInt {
-    int value;
-    int index;
-};
-struct ShortInt {
-    short value;
-    int index;
-};
-struct LongDoubleInt {
-    long double value;
-    int index;
-};
 
 }  // namespace loom

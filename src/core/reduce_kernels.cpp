@@ -1,8 +1,6 @@
 // Reduction kernels: one tight loop per (type, op), written so the compiler
-// vectorizes it (restrict pointers, no branches for arithmetic ops).
-// Integer SUM/PROD wrap around as C unsigned arithmetic does, for signed types
-// too (the MPI standard's C semantics; Open MPI 4.1.4's op/avx saturates 8-bit
-// SUM instead).
+// vectorizes it (restrict pointers, no branches for arithmetic ops), over the
+// element-wise operations the CUDA kernels share (core/elementwise.hpp).
 #include <array>
 #include <complex>
 #include <type_traits>
@@ -12,6 +10,7 @@
 #endif
 
 #include "core/datatype.hpp"
+#include "core/elementwise.hpp"
 
 namespace loom {
 namespace {
@@ -32,85 +31,7 @@ LOOM_CLONED_FOR_AVX2 void apply_elementwise(void *dst_v, const void *src_v, size
     for (size_t i = 0; i < n; ++i) dst[i] = Fn::apply(dst[i], src[i]);
 }
 
-template <typename T>
-using Wide = std::make_unsigned_t<T>;
-
-// --- integer ops: arithmetic in the unsigned type of the same width wraps.
-template <typename T>
-struct IntSum {
-    static T apply(T a, T b) { return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)); }
-};
-template <typename T>
-struct IntProd {
-    // Promote to at least unsigned int so 16-bit products do not go through signed int.
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, Wide<T>>;
-    static T apply(T a, T b) {
-        return static_cast<T>(static_cast<U>(static_cast<Wide<T>>(a)) * static_cast<U>(static_cast<Wide<T>>(b)));
-    }
-};
-template <typename T>
-struct Min {
-    static T apply(T a, T b) { return b < a ? b : a; }
-};
-template <typename T>
-struct Max {
-    static T apply(T a, T b) { return a < b ? b : a; }
-};
-template <typename T>
-struct LogicalAnd {
-    static T apply(T a, T b) { return static_cast<T>((a != 0) & (b != 0)); }
-};
-template <typename T>
-struct LogicalOr {
-    static T apply(T a, T b) { return static_cast<T>((a != 0) | (b != 0)); }
-};
-template <typename T>
-struct LogicalXor {
-    static T apply(T a, T b) { return static_cast<T>((a != 0) ^ (b != 0)); }
-};
-template <typename T>
-struct BitAnd {
-    static T apply(T a, T b) { return static_cast<T>(a & b); }
-};
-template <typename T>
-struct BitOr {
-    static T apply(T a, T b) { return static_cast<T>(a | b); }
-};
-template <typename T>
-struct BitXor {
-    static T apply(T a, T b) { return static_cast<T>(a ^ b); }
-};
-// --- floating and complex
-template <typename T>
-struct Sum {
-    static T apply(T a, T b) { return a + b; }
-};
-template <typename T>
-struct Prod {
-    static T apply(T a, T b) { return a * b; }
-};
-
-// --- fp16 / bf16: widen to float, operate, round back to nearest even.
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), typename FloatOp>
-struct Reduced {
-    static uint16_t apply(uint16_t a, uint16_t b) { return Narrow(FloatOp::apply(Widen(a), Widen(b))); }
-};
-
-// --- MINLOC / MAXLOC: ties keep the smaller index (MPI's rule).
-template <typename P>
-struct MinLoc {
-    static P apply(P a, P b) {
-        if (b.value < a.value || (b.value == a.value && b.index < a.index)) return b;
-        return a;
-    }
-};
-template <typename P>
-struct MaxLoc {
-    static P apply(P a, P b) {
-        if (a.value < b.value || (b.value == a.value && b.index < a.index)) return b;
-        return a;
-    }
-};
+using namespace elementwise;
 
 #if defined(__x86_64__)
 // fp16 with the CPU's F16C conversions, 8 lanes at a time: the portable
@@ -142,10 +63,10 @@ __attribute__((target("avx,f16c"))) void apply_fp16_f16c(void *dst_v, const void
     const size_t tail = n - vector_end;
     if (tail) {  // the last elements through the portable kernel
         using Fn = std::conditional_t<
-            Op == HalfOp::sum, Reduced<fp16_to_float, float_to_fp16, Sum<float>>,
-            std::conditional_t<Op == HalfOp::prod, Reduced<fp16_to_float, float_to_fp16, Prod<float>>,
-                               std::conditional_t<Op == HalfOp::min, Reduced<fp16_to_float, float_to_fp16, Min<float>>,
-                                                  Reduced<fp16_to_float, float_to_fp16, Max<float>>>>>;
+            Op == HalfOp::sum, Reduced<Fp16, Sum<float>>,
+            std::conditional_t<Op == HalfOp::prod, Reduced<Fp16, Prod<float>>,
+                               std::conditional_t<Op == HalfOp::min, Reduced<Fp16, Min<float>>,
+                                                  Reduced<Fp16, Max<float>>>>>;
         apply_elementwise<uint16_t, Fn>(dst + vector_end, src + vector_end, tail);
     }
 }
@@ -177,10 +98,10 @@ __attribute__((target("avx2"))) void apply_bf16_avx2(void *dst_v, const void *sr
     const size_t tail = n - vector_end;
     if (tail) {
         using Fn = std::conditional_t<
-            Op == HalfOp::sum, Reduced<bf16_to_float, float_to_bf16, Sum<float>>,
-            std::conditional_t<Op == HalfOp::prod, Reduced<bf16_to_float, float_to_bf16, Prod<float>>,
-                               std::conditional_t<Op == HalfOp::min, Reduced<bf16_to_float, float_to_bf16, Min<float>>,
-                                                  Reduced<bf16_to_float, float_to_bf16, Max<float>>>>>;
+            Op == HalfOp::sum, Reduced<Bf16, Sum<float>>,
+            std::conditional_t<Op == HalfOp::prod, Reduced<Bf16, Prod<float>>,
+                               std::conditional_t<Op == HalfOp::min, Reduced<Bf16, Min<float>>,
+                                                  Reduced<Bf16, Max<float>>>>>;
         apply_elementwise<uint16_t, Fn>(dst + vector_end, src + vector_end, tail);
     }
 }
@@ -215,12 +136,12 @@ void add_floating(Table &t, loom_datatype_t id) {
     t[id][LOOM_MAX] = apply_elementwise<T, Max<T>>;
 }
 
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+template <typename Format>
 void add_reduced(Table &t, loom_datatype_t id) {
-    t[id][LOOM_SUM] = apply_elementwise<uint16_t, Reduced<Widen, Narrow, Sum<float>>>;
-    t[id][LOOM_PROD] = apply_elementwise<uint16_t, Reduced<Widen, Narrow, Prod<float>>>;
-    t[id][LOOM_MIN] = apply_elementwise<uint16_t, Reduced<Widen, Narrow, Min<float>>>;
-    t[id][LOOM_MAX] = apply_elementwise<uint16_t, Reduced<Widen, Narrow, Max<float>>>;
+    t[id][LOOM_SUM] = apply_elementwise<uint16_t, Reduced<Format, Sum<float>>>;
+    t[id][LOOM_PROD] = apply_elementwise<uint16_t, Reduced<Format, Prod<float>>>;
+    t[id][LOOM_MIN] = apply_elementwise<uint16_t, Reduced<Format, Min<float>>>;
+    t[id][LOOM_MAX] = apply_elementwise<uint16_t, Reduced<Format, Max<float>>>;
 }
 
 template <typename T>
@@ -283,8 +204,8 @@ Table build_table() {
     t[LOOM_BOOL][LOOM_LAND] = apply_elementwise<uint8_t, LogicalAnd<uint8_t>>;
     t[LOOM_BOOL][LOOM_LOR] = apply_elementwise<uint8_t, LogicalOr<uint8_t>>;
     t[LOOM_BOOL][LOOM_LXOR] = apply_elementwise<uint8_t, LogicalXor<uint8_t>>;
-    add_reduced<fp16_to_float, float_to_fp16>(t, LOOM_FLOAT16);
-    add_reduced<bf16_to_float, float_to_bf16>(t, LOOM_BFLOAT16);
+    add_reduced<Fp16>(t, LOOM_FLOAT16);
+    add_reduced<Bf16>(t, LOOM_BFLOAT16);
 #if defined(__x86_64__)  // faster kernels where the CPU has the instructions
     if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
         t[LOOM_FLOAT16][LOOM_SUM] = apply_fp16_f16c<HalfOp::sum>;

@@ -2,24 +2,35 @@
 // branch-free (every case computed, one selected) so the fp16/bf16
 // reduction loops vectorize.
 #pragma once
+// Compiled for the GPU too (cuda/reduce_kernels.cu): the same bits on both.
 #include <cstdint>
 #include <cstring>
 
+#include "core/host_device.hpp"
+
 namespace loom {
 
-inline uint32_t float_bits(float f) {
+LOOM_HOST_DEVICE inline uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(f);
+#else
     uint32_t x;
     std::memcpy(&x, &f, 4);
     return x;
+#endif
 }
 
-inline float bits_float(uint32_t x) {
+LOOM_HOST_DEVICE inline float bits_float(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(x);
+#else
     float f;
     std::memcpy(&f, &x, 4);
     return f;
+#endif
 }
 
-inline uint16_t float_to_fp16(float f) {
+LOOM_HOST_DEVICE inline uint16_t float_to_fp16(float f) {
     const uint32_t x = float_bits(f);
     const uint32_t sign = (x >> 16) & 0x8000u;
     const uint32_t abs_bits = x & 0x7fffffffu;
@@ -37,7 +48,7 @@ inline uint16_t float_to_fp16(float f) {
     return static_cast<uint16_t>(sign | magnitude);
 }
 
-inline float fp16_to_float(uint16_t h) {
+LOOM_HOST_DEVICE inline float fp16_to_float(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     const uint32_t exponent = (h >> 10) & 0x1fu;
     const uint32_t mantissa = h & 0x3ffu;
@@ -47,13 +58,13 @@ inline float fp16_to_float(uint16_t h) {
     return bits_float(sign | (exponent == 0x1f ? inf_or_nan : exponent == 0 ? subnormal : normal));
 }
 
-inline uint16_t float_to_bf16(float f) {
+LOOM_HOST_DEVICE inline uint16_t float_to_bf16(float f) {
     const uint32_t x = float_bits(f);
     const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
     const uint32_t quiet_nan = (x >> 16) | 0x40u;
     return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
-inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+LOOM_HOST_DEVICE inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
 
 }  // namespace loom
