@@ -118,13 +118,7 @@ up() {
 # environment that sbatch and srun hand to the job (a value set by the
 # caller wins): launch traffic on the management net, the BTL over the rails.
 testbed_mca() {
-    r=$(cat "$state/rails" 2>/dev/null || echo 1)
-    subnets="10.78.0.0/24"
-    k=1
-    while [ "$k" -lt "$r" ]; do
-        subnets="$subnets,10.78.$k.0/24"
-        k=$((k + 1))
-    done
+    subnets=$(cat "$state/subnets")
     export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-10.77.0.0/24}"
     export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self,vader}"
     export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-$subnets}"

@@ -52,6 +52,13 @@ up() {
     echo "$n" >"$state/nodes"
     echo "$r" >"$state/rails"
     echo "$rate" >"$state/rate"
+    # The rails' subnets, for the BTL (run) and for Slurm's jobs (slurm.sh).
+    k=1 subnets="10.78.0.0/24"
+    while [ "$k" -lt "$r" ]; do
+        subnets="$subnets,10.78.$k.0/24"
+        k=$((k + 1))
+    done
+    echo "$subnets" >"$state/subnets"
     # Rail k's rate: the k-th of a comma list, the last one repeating.
     k=0
     while [ "$k" -lt "$r" ]; do
@@ -158,12 +165,7 @@ host=\$1; shift
 LOOM_TESTBED_NAME=$name exec sh "$(cd "$(dirname "$0")" && pwd)/testbed.sh" exec "\${host#n}" sh -c "\$*"
 EOF
     chmod +x "$agent"
-    subnets="10.78.0.0/24"
-    k=1
-    while [ "$k" -lt "$(rails)" ]; do
-        subnets="$subnets,10.78.$k.0/24"
-        k=$((k + 1))
-    done
+    subnets=$(cat "$state/subnets")
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     # Every rail unless the caller names its own (Open MPI refuses a parameter twice).
     case "$*" in *btl_tcp_if_include*) rails_arg="" ;; *) rails_arg="--mca btl_tcp_if_include $subnets" ;; esac
