@@ -27,13 +27,7 @@ stop() {
     # slurmstepd and the tasks of a job that still runs live in the nodes'
     # namespaces, with the slurmds: kill what is left there.
     sleep 0.5
-    n=$(cat "$state/nodes" 2>/dev/null || echo 0)
-    i=0
-    while [ "$i" -lt "$n" ]; do
-        node_pids=$(ip netns pids "$name-n$i" 2>/dev/null || true)
-        [ -z "$node_pids" ] || kill -9 $node_pids 2>/dev/null || true
-        i=$((i + 1))
-    done
+    sh "$testbed" kill-nodes
     [ ! -e "$sl/munged.pid" ] || kill -9 "$(cat "$sl/munged.pid")" 2>/dev/null || true
     rm -rf "$sl"
 }

@@ -9,6 +9,7 @@
 #                               rail k the k-th rate, the last repeating; idempotent: re-creates)
 #   testbed.sh rail-down NODE RAIL / rail-up NODE RAIL   (both ends of one rail link down / up)
 #   testbed.sh down            (removes all it created, also after a crash)
+#   testbed.sh kill-nodes      (kills every process in the nodes; they stay up)
 #   testbed.sh run [mpirun args...]   (mpirun from node 0 across all nodes)
 #   testbed.sh exec NODE cmd...       (a command inside one node)
 #   testbed.sh check           (per-rail bandwidth vs the shaping; ranks grouped by node)
@@ -25,13 +26,21 @@ die() { echo "testbed: $*" >&2; exit 1; }
 nodes() { cat "$state/nodes" 2>/dev/null || echo 0; }
 rails() { cat "$state/rails" 2>/dev/null || echo 0; }
 
-down() {
-    [ ! -d "$state/slurm" ] || sh "$(dirname "$0")/slurm.sh" down >/dev/null 2>&1 || true
-    for ns in $(ip netns list 2>/dev/null | awk -v p="$name-" 'index($1, p) == 1 {print $1}'); do
-        # A process left in a node (a daemon, an orted of a crashed run)
-        # would keep its namespace and addresses alive.
+testbed_namespaces() { ip netns list 2>/dev/null | awk -v p="$name-" 'index($1, p) == 1 {print $1}'; }
+
+# Kills every process left in the testbed's namespaces (a daemon, a job's
+# tasks, an orted of a crashed run), which would keep them alive.
+kill_in_nodes() {
+    for ns in $(testbed_namespaces); do
         pids=$(ip netns pids "$ns" 2>/dev/null || true)
         [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+    done
+}
+
+down() {
+    [ ! -d "$state/slurm" ] || sh "$(dirname "$0")/slurm.sh" down >/dev/null 2>&1 || true
+    kill_in_nodes
+    for ns in $(testbed_namespaces); do
         ip netns delete "$ns" 2>/dev/null || true
     done
     if [ -d "$state" ]; then
@@ -219,6 +228,7 @@ case ${1:-} in
     rail-up) shift; rail_link "$@" up ;;
     slurm-up) shift; exec sh "$(dirname "$0")/slurm.sh" up "$@" ;;
     slurm-down) exec sh "$(dirname "$0")/slurm.sh" down ;;
+    kill-nodes) kill_in_nodes ;;
     slurm) shift; exec sh "$(dirname "$0")/slurm.sh" run "$@" ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac
