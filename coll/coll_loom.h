@@ -124,6 +124,18 @@ typedef struct mca_coll_loom_module_t {
     int *node_labels;           /* per rank of comm: equal for ranks of one node */
     int64_t *counts64;          /* reduce_scatter's counts for libloom, one per rank */
     char **applied;             /* per parameter changeable at run time: the value libloom has */
+    unsigned calls_unsynced;    /* calls since the parameters were last compared (mca_coll_loom_sync_params) */
+    /* The last accepted MPI datatype and (datatype, op) pair, converted, and
+     * the element size: loops repeat one call. Per module, not per thread:
+     * MPI forbids concurrent collectives on one communicator. Predefined
+     * handles only (the others fall back), which are never freed. */
+    struct ompi_datatype_t *known_dtype;
+    loom_datatype_t known_type;
+    size_t known_size;
+    struct ompi_datatype_t *pair_dtype;
+    struct ompi_op_t *pair_op;
+    loom_datatype_t pair_type;
+    loom_op_t pair_lop;
     int rails;
     enum coll_loom_state state;
     bool previous_saved;
@@ -149,13 +161,19 @@ int mca_coll_loom_module_enable(mca_coll_base_module_t *module, struct ompi_comm
 /* Parameters changed through MPI_T since the last call go to libloom first,
  * so they apply from this call on. */
 void mca_coll_loom_sync_params(mca_coll_loom_module_t *m);
+/* MPI_T_init_thread's count (ompi/mpi/tool/mpit-internal.h, which needs
+ * Open MPI's build tree), exported by libmpi. */
+extern volatile uint32_t ompi_mpit_init_count;
 /* False for the parameters libloom reads only when a communicator is set up. */
 bool mca_coll_loom_param_is_runtime(const char *name);
 /* True when enable set Loom up on the module's communicator (on every rank
  * alike); false only after a local failure, reported when it happened. */
 static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
     if (m->state != COLL_LOOM_READY) return false;
-    mca_coll_loom_sync_params(m);
+    /* MPI_T_cvar_write needs MPI_T initialised: while it is, every call
+     * compares; otherwise every 64th, which catches a write whose
+     * MPI_T_finalize came before this communicator's next call. */
+    if (m->applied && (ompi_mpit_init_count || !(++m->calls_unsynced & 63))) mca_coll_loom_sync_params(m);
     return true;
 }
 
@@ -163,7 +181,15 @@ static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
 const char *mca_coll_loom_collective_name(enum coll_loom_collective c);
 
 /* statistics */
-void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm);
+/* Calls and bytes per collective, counted inline (every call passes here);
+ * the algorithms only with coll_loom_stats on. */
+extern uint64_t mca_coll_loom_calls[COLL_LOOM_NCOLLECTIVES], mca_coll_loom_bytes[COLL_LOOM_NCOLLECTIVES];
+void mca_coll_loom_count_algorithm(enum coll_loom_collective c, const char *algorithm);
+static inline void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm) {
+    mca_coll_loom_calls[c]++;
+    mca_coll_loom_bytes[c] += bytes;
+    if (algorithm) mca_coll_loom_count_algorithm(c, algorithm);
+}
 void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);
 void mca_coll_loom_print_stats(loom_comm_t world);
 

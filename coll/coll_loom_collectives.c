@@ -13,37 +13,32 @@
 /* ------------------------------------------------------------------ */
 /* argument conversion shared by blocking, nonblocking and persistent */
 
-/* Loom's type for an MPI datatype, or false (fall back). The last one
- * accepted is remembered (predefined handles are never freed): loops call
- * with the same type, and the lookup compares handle after handle. */
-static bool loom_type(struct ompi_datatype_t *dtype, loom_datatype_t *out) {
-    static _Thread_local struct ompi_datatype_t *known; /* per thread: no torn pairs under MPI_THREAD_MULTIPLE */
-    static _Thread_local loom_datatype_t known_type;
-    if (dtype == known && known) {
-        *out = known_type;
+/* Loom's type for an MPI datatype, or false (fall back); the last one
+ * accepted is kept in the module, with its size. */
+static bool loom_type(mca_coll_loom_module_t *m, struct ompi_datatype_t *dtype, loom_datatype_t *out) {
+    if (dtype == m->known_dtype && dtype) {
+        *out = m->known_type;
         return true;
     }
     if (loom_datatype_from_mpi(dtype, out) != LOOM_SUCCESS) return false;
-    known = dtype;
-    known_type = *out;
+    size_t size = 0;
+    loom_datatype_size(*out, &size);
+    m->known_dtype = dtype;
+    m->known_type = *out;
+    m->known_size = size;
     return true;
 }
 
 /* Checks a reduction's type and op; on failure sets *why. The last accepted
- * pair is remembered: loops call with the same one. */
-static _Thread_local struct ompi_datatype_t *last_dtype; /* per thread, as in loom_type */
-static _Thread_local struct ompi_op_t *last_op;
-static _Thread_local loom_datatype_t last_type;
-static _Thread_local loom_op_t last_lop;
-
-static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, loom_datatype_t *type, loom_op_t *lop,
-                           enum coll_loom_fallback *why) {
-    if (dtype == last_dtype && op == last_op) {
-        *type = last_type;
-        *lop = last_lop;
+ * pair is kept in the module. */
+static bool reduction_args(mca_coll_loom_module_t *m, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           loom_datatype_t *type, loom_op_t *lop, enum coll_loom_fallback *why) {
+    if (dtype == m->pair_dtype && op == m->pair_op && dtype) {
+        *type = m->pair_type;
+        *lop = m->pair_lop;
         return true;
     }
-    if (!loom_type(dtype, type)) {
+    if (!loom_type(m, dtype, type)) {
         *why = COLL_LOOM_FALLBACK_DATATYPE;
         return false;
     }
@@ -55,17 +50,18 @@ static bool reduction_args(struct ompi_datatype_t *dtype, struct ompi_op_t *op, 
         *why = COLL_LOOM_FALLBACK_TYPE_OP;
         return false;
     }
-    last_dtype = dtype; /* predefined handles: never freed, safe to remember */
-    last_op = op;
-    last_type = *type;
-    last_lop = *lop;
+    m->pair_dtype = dtype;
+    m->pair_op = op;
+    m->pair_type = *type;
+    m->pair_lop = *lop;
     return true;
 }
 
 /* allgather/alltoall: one element type on both sides (or in place). */
-static bool movement_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, int rcount,
-                          struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
-    if (!loom_type(rdtype, type)) {
+static bool movement_args(mca_coll_loom_module_t *m, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          int rcount, struct ompi_datatype_t *rdtype, loom_datatype_t *type,
+                          enum coll_loom_fallback *why) {
+    if (!loom_type(m, rdtype, type)) {
         *why = COLL_LOOM_FALLBACK_DATATYPE;
         return false;
     }
@@ -82,7 +78,9 @@ static bool movement_args(const void *sbuf, int scount, struct ompi_datatype_t *
     return true;
 }
 
-static size_t type_size(loom_datatype_t t) {
+/* The statistics' element size: the module keeps the last type's (loom_type). */
+static size_t type_size(mca_coll_loom_module_t *m, loom_datatype_t t) {
+    if (m->known_dtype && t == m->known_type) return m->known_size;
     size_t s = 0;
     loom_datatype_size(t, &s);
     return s;
@@ -117,9 +115,9 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
 #define COLL_LOOM_LOP_DECL_REDUCE loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_REDUCE_V loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_MOVE
-#define COLL_LOOM_CHECK_REDUCE reduction_args(dtype, op, &type, &lop, &why)
-#define COLL_LOOM_CHECK_REDUCE_V reduction_args(dtype, op, &type, &lop, &why)
-#define COLL_LOOM_CHECK_MOVE movement_args(sbuf, scount, sdtype, rcount, rdtype, &type, &why)
+#define COLL_LOOM_CHECK_REDUCE reduction_args(m, dtype, op, &type, &lop, &why)
+#define COLL_LOOM_CHECK_REDUCE_V reduction_args(m, dtype, op, &type, &lop, &why)
+#define COLL_LOOM_CHECK_MOVE movement_args(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why)
 #define COLL_LOOM_LOP_REDUCE lop
 #define COLL_LOOM_LOP_REDUCE_V lop
 #define COLL_LOOM_LOP_MOVE LOOM_SUM
@@ -134,7 +132,7 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
  * element size). */
 #define COLL_LOOM_RUN_REDUCE(name, send, ranks)              \
     rc = loom_##name(send, rbuf, count, type, lop, m->loom); \
-    bytes = (size_t)count * (ranks)*type_size(type)
+    bytes = (size_t)count * (ranks)*type_size(m, type)
 /* The module's own array: blocking collectives on one communicator never
  * overlap, so no allocation per call is needed. */
 #define COLL_LOOM_RUN_REDUCE_V(name, send, ranks)                  \
@@ -145,10 +143,10 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         total += (size_t)rcounts[i];                               \
     }                                                              \
     rc = loom_##name(send, rbuf, m->counts64, type, lop, m->loom); \
-    bytes = total * type_size(type)
+    bytes = total * type_size(m, type)
 #define COLL_LOOM_RUN_MOVE(name, send, ranks)            \
     rc = loom_##name(send, rbuf, rcount, type, m->loom); \
-    bytes = (size_t)rcount * (ranks)*type_size(type)
+    bytes = (size_t)rcount * (ranks)*type_size(m, type)
 
 /* The table's columns in_place and ranks. */
 #define COLL_LOOM_SEND(in_place) ((in_place) && sbuf == rbuf ? MPI_IN_PLACE : sbuf)

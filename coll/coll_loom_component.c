@@ -48,8 +48,8 @@ static const char *fallback_reasons[COLL_LOOM_NFALLBACKS] = {
 
 /* Process-wide counts; rank 0 of MPI_COMM_WORLD prints them. */
 #define COLL_LOOM_MAX_ALGORITHMS 8
+uint64_t mca_coll_loom_calls[COLL_LOOM_NCOLLECTIVES], mca_coll_loom_bytes[COLL_LOOM_NCOLLECTIVES];
 static struct {
-    uint64_t calls, bytes;
     struct {
         const char *name;
         uint64_t calls;
@@ -57,10 +57,7 @@ static struct {
     uint64_t fallbacks[COLL_LOOM_NFALLBACKS];
 } stats[COLL_LOOM_NCOLLECTIVES];
 
-void mca_coll_loom_count_call(enum coll_loom_collective c, size_t bytes, const char *algorithm) {
-    stats[c].calls++;
-    stats[c].bytes += bytes;
-    if (!algorithm) return;
+void mca_coll_loom_count_algorithm(enum coll_loom_collective c, const char *algorithm) {
     for (int i = 0; i < COLL_LOOM_MAX_ALGORITHMS; ++i) {
         if (!stats[c].algorithms[i].name) stats[c].algorithms[i].name = algorithm;
         if (stats[c].algorithms[i].name == algorithm || !strcmp(stats[c].algorithms[i].name, algorithm)) {
@@ -118,8 +115,8 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
     for (int c = 0; c < COLL_LOOM_NCOLLECTIVES; ++c) {
         uint64_t fallbacks = 0;
         for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f) fallbacks += stats[c].fallbacks[f];
-        printf("  %-22s %10llu %14llu %10llu ", collective_names[c], (unsigned long long)stats[c].calls,
-               (unsigned long long)stats[c].bytes, (unsigned long long)fallbacks);
+        printf("  %-22s %10llu %14llu %10llu ", collective_names[c], (unsigned long long)mca_coll_loom_calls[c],
+               (unsigned long long)mca_coll_loom_bytes[c], (unsigned long long)fallbacks);
         for (int i = 0; i < COLL_LOOM_MAX_ALGORITHMS && stats[c].algorithms[i].name; ++i)
             printf(" %s=%llu", stats[c].algorithms[i].name, (unsigned long long)stats[c].algorithms[i].calls);
         for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f)

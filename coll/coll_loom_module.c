@@ -19,6 +19,10 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->node_labels = NULL;
     m->counts64 = NULL;
     m->applied = NULL; /* OBJ_NEW does not zero: destruct frees it even when set_up never ran */
+    m->calls_unsynced = 0;
+    m->known_dtype = NULL;
+    m->pair_dtype = NULL;
+    m->pair_op = NULL;
     m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;

@@ -20,12 +20,20 @@ struct AlgorithmInfo {
     // True when the algorithm reads its input only through a first copy into
     // the output, so an in-place call may alias input and output directly.
     bool in_place_aliasing_safe;
+    // Runs without a plan (build is null): the shared slots
+    // (runtime/slot_call.hpp), which read peers' contributions in place.
+    bool plan_free = false;
 };
 
 const std::vector<const AlgorithmInfo *> &all_algorithms();
 std::vector<const AlgorithmInfo *> algorithms_for(Collective c);
 const AlgorithmInfo *find_algorithm(Collective c, const std::string &name);
 std::string algorithm_names(Collective c);  // "ring, recursive_doubling, ..." for messages
+
+// The most bytes a rank may contribute to a shared-slots call (the slots' capacity).
+constexpr size_t kSharedSlotsCapacity = 32768;
+// The shared slots' algorithm for `c` (shared_slots.cpp).
+const AlgorithmInfo &shared_slots_algorithm(Collective c);
 
 // For algorithms without restrictions.
 inline std::string always_applicable(const CollArgs &) { return {}; }

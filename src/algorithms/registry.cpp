@@ -29,6 +29,11 @@ extern const AlgorithmInfo kAlltoallPairwise;
 extern const AlgorithmInfo kAlltoallBruck;
 extern const AlgorithmInfo kAlltoallScattered;
 extern const AlgorithmInfo kAlltoallNodeAggregation;
+extern const AlgorithmInfo kAllreduceSharedSlots;
+extern const AlgorithmInfo kReduceScatterSharedSlots;
+extern const AlgorithmInfo kReduceScatterBlockSharedSlots;
+extern const AlgorithmInfo kAllgatherSharedSlots;
+extern const AlgorithmInfo kAlltoallSharedSlots;
 
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
@@ -39,24 +44,29 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllreduceDirect,
         &kAllreduceHierSplit,
         &kAllreduceHierLeader,
+        &kAllreduceSharedSlots,
         &kReduceScatterRing,
         &kReduceScatterRecursiveHalving,
         &kReduceScatterPairwise,
         &kReduceScatterHierarchical,
+        &kReduceScatterSharedSlots,
         &kReduceScatterBlockRing,
         &kReduceScatterBlockRecursiveHalving,
         &kReduceScatterBlockPairwise,
         &kReduceScatterBlockHierarchical,
+        &kReduceScatterBlockSharedSlots,
         &kAllgatherRing,
         &kAllgatherRecursiveDoubling,
         &kAllgatherBruck,
         &kAllgatherDirect,
         &kAllgatherHierarchical,
         &kAllgatherRailRing,
+        &kAllgatherSharedSlots,
         &kAlltoallPairwise,
         &kAlltoallBruck,
         &kAlltoallScattered,
         &kAlltoallNodeAggregation,
+        &kAlltoallSharedSlots,
     };
     return list;
 }

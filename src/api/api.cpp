@@ -187,6 +187,18 @@ Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loo
     return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
 }
 
+// A blocking call shaped like its communicator's last shared-slots call
+// runs straight away (Communicator::repeat_slots); true then, with *rc.
+bool repeated(loom_comm_t comm, Collective c, const void *s, void *r, int64_t count, const int64_t *counts,
+              loom_datatype_t t, loom_op_t op, int *rc) {
+    if (!comm || !comm->impl || count < 0) return false;
+    Status st = LOOM_SUCCESS;
+    if (!comm->impl->repeat_slots(c, s == MPI_IN_PLACE, s, r, static_cast<size_t>(count), counts, t, op, &st))
+        return false;
+    *rc = st;
+    return true;
+}
+
 // Wraps a transport into a public communicator with `config`.
 Status new_communicator(Config config, std::unique_ptr<Transport> transport, loom_comm_t *out) {
     auto *c = new (std::nothrow) loom_comm;
@@ -566,6 +578,8 @@ int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
 }
 
 int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm) {
+    int rc;
+    if (repeated(comm, Collective::allreduce, s, r, count, nullptr, t, op, &rc)) return rc;
     return make_allreduce(s, r, count, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
@@ -576,6 +590,8 @@ int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, lo
 }
 int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                         loom_comm_t comm) {
+    int rc;
+    if (counts && repeated(comm, Collective::reduce_scatter, s, r, 0, counts, t, op, &rc)) return rc;
     return make_reduce_scatter(s, r, counts, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
@@ -586,6 +602,8 @@ int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_dat
 }
 int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                               loom_comm_t comm) {
+    int rc;
+    if (repeated(comm, Collective::reduce_scatter_block, s, r, count, nullptr, t, op, &rc)) return rc;
     return make_reduce_scatter_block(s, r, count, t, op, comm, nullptr, Launch::blocking);
 }
 int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
@@ -595,6 +613,8 @@ int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datat
     });
 }
 int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
+    int rc;
+    if (repeated(comm, Collective::allgather, s, r, count, nullptr, t, LOOM_SUM, &rc)) return rc;
     return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
@@ -603,6 +623,8 @@ int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, lo
     });
 }
 int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm) {
+    int rc;
+    if (repeated(comm, Collective::alltoall, s, r, count, nullptr, t, LOOM_SUM, &rc)) return rc;
     return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace loom {
@@ -54,6 +55,7 @@ void erase_one(std::vector<T> &v, T x) {
 
 // What --explain and verbose say of a nonblocking call's progress with the thread on.
 std::string progress_note(const CachedPlan &plan) {
+    if (plan.algorithm->plan_free) return "; progressed by the caller's calls (shared slots)";
     if (plan.thread_drivable) return "; progressed by the progress thread";
     if (plan.thread_blocker)
         return std::string("; progressed by the caller's calls (messages on ") + plan.thread_blocker +
@@ -124,6 +126,13 @@ Status Request::start() {
 
 Status Request::advance() {
     if (finished_) return error_;
+    if (slot_call_) {
+        if (slot_.advance(&comm_->slots_finished_)) {
+            finished_ = true;
+            erase_one(comm_->active_, this);
+        }
+        return LOOM_SUCCESS;
+    }
     bool complete = false;
     error_ = execution_->progress(&complete);
     finished_ = complete || error_ != LOOM_SUCCESS;
@@ -161,10 +170,28 @@ Status Request::test(bool *done) {
 
 Status Request::wait() {
     bool done = false;
-    for (;;) {
+    for (uint32_t polls = 0;; ++polls) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;
-        if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
+        if (slot_call_) comm_->wait_for_slots(polls);
+        else if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
+    }
+}
+
+void Communicator::wait_for_slots(uint32_t polls) {
+    // Messages of other calls still need the progress engine below (which
+    // also yields where Open MPI was told the node is oversubscribed).
+    if (slots_yield_) {
+        Status st = router_->idle();
+        (void)st;  // the calls whose messages failed report it
+        sched_yield();
+    } else if (polls % 256 == 255) {
+        Status st = router_->idle();
+        (void)st;
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
     }
 }
 
@@ -188,6 +215,20 @@ bool Communicator::progress_from_thread(bool *pending, bool *moved) {
     }
     if (router_->data_movements() != movements) *moved = true;
     return true;
+}
+
+bool Communicator::core_per_local_rank() const {
+    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");  // mpirun sets it when oversubscribing
+    if (yield && std::strcmp(yield, "1") == 0) return false;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+    const long allowed = CPU_COUNT(&set);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    // Bound to fewer cores than the machine has: mpirun gave us a core
+    // (--bind-to core) when it is one; unbound, the node's ranks share them all.
+    if (allowed < online) return allowed >= 1;
+    return online >= shared_memory_ranks_;
 }
 
 bool Communicator::spare_core_for_thread() const {
@@ -333,8 +374,8 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Engine *engine = a.memory == MemoryType::host ? nullptr : engine_for(a.memory);
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
                     engine};
-    router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
-    if (a.progress_thread) {
+    if (!sel.algorithm->plan_free) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
+    if (a.progress_thread && !sel.algorithm->plan_free) {  // the shared slots progress in the caller's calls
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
@@ -446,8 +487,10 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     options.single_copy.mode = static_cast<SingleCopyPolicy::Mode>(config_.integer(kParamSingleCopy));
     options.single_copy.min_bytes = static_cast<size_t>(config_.integer(kParamSingleCopyMinBytes));
     LOOM_RETURN_IF_ERROR(make_shared_memory_transport(rank_, size_, std::move(node), options, &shm));
+    slots_ = make_shared_slots(*shm);
     router_->add_preferred(std::move(shm));
     shared_memory_ranks_ = node_ranks;
+    slots_yield_ = !core_per_local_rank();
     ring_message_max_ = options.max_bytes;
     ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
@@ -461,11 +504,76 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
     const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 1 && rank() == 0) explain_once(args, *plan);
-    if (verbose >= 2)
-        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)%s\n", rank(), args.describe().c_str(), plan->algorithm->name,
-                     plan->why.c_str(), progress_note(*plan).c_str());
+    if (verbose >= 1) say_choice(args, *plan, verbose);
     return launch(req, args, call, *plan, blocking);
+}
+
+void Communicator::say_choice(const CollArgs &args, const CachedPlan &plan, long long verbose) {
+    if (rank() == 0) explain_once(args, plan);
+    if (verbose >= 2)
+        std::fprintf(stderr, "loom[%d]: %s -> %s (%s)%s\n", rank(), args.describe().c_str(), plan.algorithm->name,
+                     plan.why.c_str(), progress_note(plan).c_str());
+}
+
+bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf, void *recvbuf, size_t count,
+                                const int64_t *counts, loom_datatype_t type, loom_op_t op, Status *status) {
+    const SlotShape &k = slot_shape_;
+    if (!k.valid || k.args.collective != c || k.args.count != count || k.type != type || k.op != op ||
+        k.args.in_place != in_place || k.generation != config_.generation() || threaded_)
+        return false;
+    if (counts)
+        for (size_t i = 0; i < k.args.recv_counts.size(); ++i)
+            if (counts[i] < 0 || k.args.recv_counts[i] != static_cast<size_t>(counts[i])) return false;
+    // The buffers are this call's own: the general path's checks on them.
+    if (k.has_input && (!recvbuf || (!in_place && (!sendbuf || sendbuf == recvbuf)))) return false;
+    last_algorithm_[static_cast<int>(c)] = k.name;
+    CallData call;
+    call.sendbuf = in_place ? nullptr : sendbuf;
+    call.in_place = in_place;
+    call.recvbuf = recvbuf;
+    call.type = type;
+    call.op = op;
+    *status = run_slots(k.args, call, k.reduce);
+    return true;
+}
+
+Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce) {
+    if (!slots_ && size_ > 1)
+        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
+    SlotCall slot;
+    slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce);
+    for (uint32_t polls = 0; !slot.advance(&slots_finished_); ++polls) {
+        if (!active_.empty()) {
+            Status st = progress_all();  // earlier nonblocking calls, ours among them
+            (void)st;                    // their errors are theirs
+        }
+        wait_for_slots(polls);
+    }
+    return LOOM_SUCCESS;
+}
+
+ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
+    if (c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce_scatter_block)
+        return reduction_kernel(call.type, call.op);
+    return nullptr;
+}
+
+Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call, bool blocking) {
+    if (!slots_ && size_ > 1)
+        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
+    req.comm_ = this;
+    req.finished_ = false;
+    req.error_ = LOOM_SUCCESS;
+    req.slot_call_ = true;
+    const CollArgs *kept = &args;
+    if (!blocking) {
+        if (&req.args_ != &args) req.args_ = args;
+        kept = &req.args_;
+    }
+    req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, *kept, call.sendbuf, call.recvbuf,
+                    slot_reduction(args.collective, call));
+    active_.push_back(&req);
+    return LOOM_SUCCESS;
 }
 
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
@@ -473,6 +581,8 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     const CachedPlan *plan = &planned;
     started_any_ = true;
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
+    if (plan->algorithm->plan_free) return launch_slots(req, args, call, blocking);
+    req.slot_call_ = false;
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;
@@ -608,11 +718,36 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.
     if (!blocking_) blocking_ = make_request();
-    LOOM_RETURN_IF_ERROR(start_into(*blocking_, args, call, /*blocking=*/true));
+    started_any_ = true;
+    complete_args(args, call.type, call.in_place);
+    args.progress_thread = false;
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    const long long verbose = config_.integer(kParamVerbose);
+    if (verbose >= 1) say_choice(args, *plan, verbose);
+    if (plan->algorithm->plan_free) {
+        last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
+        const ReduceFn reduce = slot_reduction(args.collective, call);
+        const bool repeatable = verbose < 2 && !threaded_ && deferred_.empty() && periodic_.empty();
+        slot_shape_.valid = false;  // until this call has run
+        const Status st = run_slots(args, call, reduce);
+        if (st == LOOM_SUCCESS && repeatable) {
+            slot_shape_.args = args;
+            slot_shape_.type = call.type;
+            slot_shape_.op = call.op;
+            slot_shape_.reduce = reduce;
+            slot_shape_.generation = config_.generation();
+            slot_shape_.has_input = args.input_count() > 0;
+            slot_shape_.name = plan->algorithm->name;
+            slot_shape_.valid = true;
+        }
+        return st;
+    }
+    LOOM_RETURN_IF_ERROR(launch(*blocking_, args, call, *plan, /*blocking=*/true));
     if (timed_plan_ == Route::kNoPlan) return blocking_->wait();
-    const uint32_t plan = timed_plan_;
+    const uint32_t timed = timed_plan_;
     const Status st = blocking_->wait();
-    if (st == LOOM_SUCCESS) router_->call_ends(plan, now_ns() - timed_start_ns_);
+    if (st == LOOM_SUCCESS) router_->call_ends(timed, now_ns() - timed_start_ns_);
     return st;
 }
 

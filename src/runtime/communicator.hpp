@@ -14,6 +14,7 @@
 #include "node_map.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/params.hpp"
+#include "runtime/slot_call.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
 #include "transport/shm/shm.hpp"
@@ -75,6 +76,9 @@ class Request {
     std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
     std::vector<unsigned char> scratch_;
     std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
+    // A call of a plan-free algorithm (the shared slots) runs here instead of an execution.
+    bool slot_call_ = false;
+    SlotCall slot_;
     bool finished_ = false;
     Status error_ = LOOM_SUCCESS;
 };
@@ -101,6 +105,14 @@ class Communicator {
     // execution's storage are resolved now, so that Request::start allocates nothing.
     Status init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
     Status run(CollArgs args, const CallData &call);
+    // A blocking call of the same shape (collective, counts, type, op, in
+    // place) as the last blocking call that ran on the shared slots, run
+    // again without checking, selecting or a request: that call was checked
+    // and selected, and parameters unchanged since. True when it ran
+    // (*status its result); false: the caller takes the general path.
+    // `counts`: reduce_scatter's, else null.
+    bool repeat_slots(Collective c, bool in_place, const void *sendbuf, void *recvbuf, size_t count,
+                      const int64_t *counts, loom_datatype_t type, loom_op_t op, Status *status);
     // Selects and builds (caches) the plan without running it.
     Status prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm);
 
@@ -179,6 +191,8 @@ class Communicator {
     const char *last_algorithm_[kCollectiveCount] = {};
     std::set<std::pair<int, int>> explained_;  // (collective, size bucket) already explained
     void explain_once(const CollArgs &args, const CachedPlan &plan);
+    // verbose >= 1: explain_once on rank 0; >= 2: a line for every call.
+    void say_choice(const CollArgs &args, const CachedPlan &plan, long long verbose);
     // Collectives still running when the communicator is freed: finished if
     // they can be within a while, else abandoned with an error.
     void finish_active();
@@ -223,6 +237,12 @@ class Communicator {
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
     // Runs `plan` for the call on `req` (args completed already).
     Status launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan, bool blocking);
+    // The same for the shared slots; a blocking call's args outlive its
+    // wait, a nonblocking one's are copied into the request.
+    Status launch_slots(Request &req, const CollArgs &args, const CallData &call, bool blocking);
+    // Between two polls of a shared-slots call that found a peer not
+    // there yet: spin on our core, or give it away where ranks share cores.
+    void wait_for_slots(uint32_t polls);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;
@@ -264,11 +284,35 @@ class Communicator {
     // Attaches the thread if the progress_thread parameter asks for it, before a nonblocking or persistent call.
     void use_progress_thread();
     bool spare_core_for_thread() const;
+    // Whether this rank may spin: it has a core of its own.
+    bool core_per_local_rank() const;
     class Guard;
     friend class Guard;
     bool started_any_ = false;
     size_t persistent_requests_ = 0;  // alive: active_ keeps room for all of them
     int shared_memory_ranks_ = 1;
+    // Every rank's slots, when the node holds the whole communicator; the
+    // generations this rank started and finished; whether a wait for them
+    // yields the core (this node's ranks share cores, or Open MPI says so).
+    std::unique_ptr<SharedSlots> slots_;
+    uint64_t slots_started_ = 0, slots_finished_ = 0;
+    bool slots_yield_ = false;
+    // A blocking shared-slots call to completion on this thread (earlier
+    // nonblocking ones are progressed while it waits for them).
+    Status run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce);
+    static ReduceFn slot_reduction(Collective c, const CallData &call);  // null for movements
+    // The shape repeat_slots recognises: the last blocking shared-slots call's.
+    struct SlotShape {
+        bool valid = false;
+        CollArgs args;  // completed
+        loom_datatype_t type = LOOM_BYTE;
+        loom_op_t op = LOOM_SUM;
+        ReduceFn reduce = nullptr;
+        uint64_t generation = 0;  // the parameters'
+        bool has_input = false;   // a nonzero count: the buffers must be there
+        const char *name = nullptr;
+    };
+    SlotShape slot_shape_;
     // The attached rings: the largest message they carry (fixed when they
     // were attached, as the transport's) and their size; alltoall pieces fit them.
     size_t ring_message_max_ = 0;

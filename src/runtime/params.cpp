@@ -117,6 +117,12 @@ const std::vector<ParamSpec> &param_table() {
          "go through Loom's shared memory (which then carries them at any size); the others progress in the "
          "caller's calls. Read at the communicator's first nonblocking or persistent call",
          0, 0, Collective::allreduce, "off,on,auto"},
+        {kParamSlotsMaxBytes, "slots_max_bytes", ParamType::size, "4KiB", 4,
+         "Largest input per rank (allreduce's vector, reduce_scatter's and alltoall's whole send buffer, "
+         "allgather's block) that a collective among the ranks of one node runs through the shared slots "
+         "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), unless a rules "
+         "file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or named by a rule",
+         0, 32768, Collective::allreduce},
     };
     return table;
 }

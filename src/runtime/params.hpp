@@ -42,6 +42,7 @@ enum ParamId {
     kParamRailStallMs,
     kParamRailRefreshCalls,
     kParamProgressThread,
+    kParamSlotsMaxBytes,
     kParamCount
 };
 

@@ -305,12 +305,34 @@ class Simulation {
     uint64_t order_ = 0;
 };
 
+// The shared slots: the input copied into the slot, one wait on the
+// shared-memory link, then every rank's slot read: whole and reduced
+// (allreduce), its block reduced (reduce_scatter), or copied.
+double shared_slots_time(const CollArgs &a, const CostModel &model) {
+    const double p = a.nranks;
+    const double input = static_cast<double>(a.input_count() * a.elem_size);
+    double read = 0;
+    switch (a.collective) {
+        case Collective::allreduce: read = (p - 1) * input * model.reduce_us_per_byte + input * model.copy_us_per_byte; break;
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block: read = input * model.reduce_us_per_byte; break;
+        case Collective::allgather: read = p * input * model.copy_us_per_byte; break;
+        case Collective::alltoall: read = input * model.copy_us_per_byte; break;
+    }
+    const double sync = a.nranks > 1 ? model.shared_memory.alpha_us : 0;
+    return input * model.copy_us_per_byte + sync + read;
+}
+
 }  // namespace
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
     if (args.nranks > kModelMaxRanks)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
                                                    std::to_string(kModelMaxRanks) + " the simulation covers");
+    if (algo.plan_free) {
+        *us = shared_slots_time(args, model);
+        return LOOM_SUCCESS;
+    }
     std::vector<std::unique_ptr<Program>> programs;
     programs.reserve(static_cast<size_t>(args.nranks));
     for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));

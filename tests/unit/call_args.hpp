@@ -1,6 +1,7 @@
 // CollArgs for a call in tests: collective, ranks, count and element size
 // (reduce_scatter gets `count` for every rank).
 #pragma once
+#include "algorithms/algorithm.hpp"
 #include "core/plan.hpp"
 
 namespace loom {
@@ -13,6 +14,15 @@ inline CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
     a.elem_size = elem;
     if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
     return a;
+}
+
+// The algorithms that build plans (every one but the shared slots, which
+// tests/unit/test_shared_slots.cpp checks on their own), all or of one collective.
+inline std::vector<const AlgorithmInfo *> plan_algorithms(int collective = -1) {
+    std::vector<const AlgorithmInfo *> out;
+    for (const AlgorithmInfo *a : all_algorithms())
+        if (!a->plan_free && (collective < 0 || static_cast<int>(a->collective) == collective)) out.push_back(a);
+    return out;
 }
 
 }  // namespace loom

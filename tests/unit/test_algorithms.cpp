@@ -17,6 +17,7 @@
 #include "cooperative_runner.hpp"
 #include "core/reduced_float.hpp"
 #include "node_map.hpp"
+#include "call_args.hpp"
 #include "reference.hpp"
 
 namespace loom::testing {
@@ -235,7 +236,7 @@ std::string algorithm_test_name(const ::testing::TestParamInfo<const AlgorithmIn
     return std::string(collective_name(info.param->collective)) + "_" + info.param->name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AlgorithmMatrix, ::testing::ValuesIn(all_algorithms()), algorithm_test_name);
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AlgorithmMatrix, ::testing::ValuesIn(plan_algorithms()), algorithm_test_name);
 
 // Every algorithm over the shared-memory transport: rings of 4 cells of 24
 // bytes, so messages are cut into many cells and senders find rings full;
@@ -473,7 +474,7 @@ TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
     RecordProperty("cases", cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix, ::testing::ValuesIn(algorithms_for(Collective::allreduce)),
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix, ::testing::ValuesIn(plan_algorithms(static_cast<int>(Collective::allreduce))),
                          algorithm_test_name);
 
 // Ring algorithms with and without segmentation, and recursive multiplying
@@ -481,7 +482,7 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix, ::testing::ValuesIn(alg
 TEST(AlgorithmKnobs, SegmentationAndRadixDoNotChangeResults) {
     const Combo combo{&all_type_cases()[4], LOOM_SUM};  // int32 SUM
     ASSERT_EQ(combo.type->type, LOOM_INT32);
-    for (const AlgorithmInfo *algo : all_algorithms()) {
+    for (const AlgorithmInfo *algo : plan_algorithms()) {
         if (!reduces(algo->collective)) continue;
         for (int p : {2, 5, 8, 9, 16}) {
             for (size_t segment : {size_t{0}, size_t{4}, size_t{64}, size_t{1} << 20}) {
@@ -531,7 +532,7 @@ TEST(AlgorithmRegistry, AtLeastThreeAlgorithmsPerCollectiveWithUniqueNames) {
 // every algorithm (the node-aware ones give their inter-node phases lanes).
 TEST(AlgorithmLanes, EveryMessageHasTheSameLaneOnBothSides) {
     int checked_lanes = 0;
-    for (const AlgorithmInfo *algo : all_algorithms()) {
+    for (const AlgorithmInfo *algo : plan_algorithms()) {
         for (const char *spec : {"nodes=2", "nodes=3,rails=2", "0,1,1,0,2,2,2;rails=2", "nodes=4"}) {
             for (int p : {4, 7, 8}) {
                 NodeMap map;

@@ -39,8 +39,33 @@ TEST(Selector, DefaultsFollowMessageSize) {
 }
 
 // On one node (every rank through shared memory) small messages take one round.
+// Up to slots_max_bytes of input, one node's calls take the shared slots;
+// above, and with them off, the built-in rules decide.
+TEST(Selector, OneNodeSmallInputsTakeTheSharedSlots) {
+    Config c;
+    auto one_node = [](CollArgs a) {
+        a.single_node = true;
+        return a;
+    };
+    ASSERT_EQ(c.integer(kParamSlotsMaxBytes), 4096);
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2))), "shared_slots");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1024))), "shared_slots");  // 4 KiB
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 1025))), "direct");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 256))), "shared_slots");  // 4 KiB of blocks
+    EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 257))), "scattered");
+    EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 3, 100))), "shared_slots");
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 1, 1000)), "shared_slots");          // one rank
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 2)), "recursive_doubling");      // several nodes, or unknown
+    ASSERT_EQ(c.set("slots_max_bytes", "0"), LOOM_SUCCESS);
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2))), "direct");
+    ASSERT_EQ(c.set("slots_max_bytes", "32KiB"), LOOM_SUCCESS);
+    EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 8192))), "shared_slots");
+    EXPECT_NE(c.set("slots_max_bytes", "64KiB"), LOOM_SUCCESS);  // above the slots' capacity
+}
+
 TEST(Selector, OneNodeSmallMessagesTakeOneRound) {
     Config c;
+    ASSERT_EQ(c.set("slots_max_bytes", "0"), LOOM_SUCCESS);  // the rules alone
     auto one_node = [](CollArgs a) {
         a.single_node = true;
         return a;

@@ -36,7 +36,7 @@ size_t shm_ring_message_limit(const ShmGeometry &g, size_t requested) {
 }
 
 size_t shm_inbox_bytes(size_t nlocal, const ShmGeometry &g) {
-    return header_area_bytes(nlocal) + nlocal * g.cells * cell_stride(g);
+    return slot_area_offset(nlocal, g) + slot_area_bytes(g);
 }
 
 void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, uint64_t identity) {
@@ -84,7 +84,7 @@ size_t shm_remove_stale_inboxes() {
         const InboxHeader *h = header_of(seg->data());
         // Only inboxes whose owner is gone: a live owner's (even another
         // job's) is in use, and one without its magic yet is being made.
-        if ((h->magic == kInboxMagic || h->magic == kInboxMagicV1) && h->owner_pid > 0 && process_gone(h->owner_pid)) {
+        if ((h->magic == kInboxMagic || older_inbox_magic(h->magic)) && h->owner_pid > 0 && process_gone(h->owner_pid)) {
             shm_unlink(("/" + name).c_str());
             ++removed;
         }
@@ -113,7 +113,7 @@ Status shm_open_peer(const std::string &key, size_t i, SharedMemoryNode *node, b
     // Sized, but the magic (written last) not there yet: still being made.
     if (seg->size() < kHeaderBytes) return LOOM_SUCCESS;
     const uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
-    if (magic == kInboxMagicV1)
+    if (older_inbox_magic(magic))
         return fail(LOOM_ERR_TRANSPORT, "shared-memory inbox " + name + " of rank " + std::to_string(peer) +
                                             " was made by an older Loom version");
     if (magic != kInboxMagic) return LOOM_SUCCESS;

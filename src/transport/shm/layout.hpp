@@ -1,6 +1,6 @@
 // The layout of a shared-memory inbox, which every rank of a node maps: a
-// header line, the single-copy verdicts and copy-path slots, then one ring
-// of cells per sender. Internal to the transport (inbox.cpp makes and checks
+// header line, the single-copy verdicts and copy-path slots, one ring of
+// cells per sender, then the owner's shared slots (slots.hpp). Internal to the transport (inbox.cpp makes and checks
 // inboxes, shm.cpp and single_copy.cpp move messages through them); not
 // installed.
 #pragma once
@@ -18,9 +18,11 @@ namespace shm_detail {
 // may be interposed (which would keep it from inlining them).
 #pragma GCC visibility push(hidden)
 
-constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d32ULL;  // "loom-sm2"
-// The previous layout's (no single copy); its header is the same.
+constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d33ULL;  // "loom-sm3"
+// Earlier layouts' (sm1: no single copy; sm2: no shared slots); their header is the same.
 constexpr uint64_t kInboxMagicV1 = 0x6c6f6f6d2d736d31ULL;  // "loom-sm1"
+constexpr uint64_t kInboxMagicV2 = 0x6c6f6f6d2d736d32ULL;  // "loom-sm2"
+inline bool older_inbox_magic(uint64_t magic) { return magic == kInboxMagicV1 || magic == kInboxMagicV2; }
 constexpr size_t kHeaderBytes = 64;
 constexpr size_t kCellHeaderBytes = 64;  // keeps payloads cache-line aligned
 
@@ -84,6 +86,16 @@ inline std::atomic<uint8_t> *copy_path_slot(unsigned char *inbox, size_t nlocal,
                                                     slot % kCopyPathSlots);
 }
 static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free, "flag bytes");
+
+// The shared slots follow the rings: a line holding the owner's published
+// generation, then two buffers of geometry.slot_bytes (a call of generation
+// g uses buffer g % 2).
+inline size_t slot_area_offset(size_t nlocal, const ShmGeometry &g) {
+    return header_area_bytes(nlocal) + nlocal * g.cells * cell_stride(g);
+}
+constexpr size_t kSlotHeaderBytes = 64;
+inline size_t slot_area_bytes(const ShmGeometry &g) { return kSlotHeaderBytes + 2 * g.slot_bytes; }
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "slot generations need lock-free words across processes");
 
 #pragma GCC visibility pop
 }  // namespace shm_detail

@@ -226,6 +226,10 @@ inline unsigned char *SharedMemoryTransport::peer_inbox(size_t li) {
     return node_.peers[li]->data();
 }
 
+unsigned char *SharedMemoryTransport::inbox_of(size_t li) {
+    return li == my_index_ ? node_.own->data() : peer_inbox(li);
+}
+
 // Writes queued sends to the peer's ring while it has free cells. A
 // peer whose inbox is not mapped yet is looked up first; until it
 // exists the sends wait.

@@ -21,6 +21,9 @@ namespace loom {
 struct ShmGeometry {
     uint32_t cells = 64;           // cells per channel (messages in flight before the sender waits)
     uint32_t cell_payload = 4096;  // bytes a cell carries
+    // Each of the owner's two shared-slot buffers (slots.hpp): the most a
+    // rank publishes in one shared-slots call. A multiple of 64.
+    uint32_t slot_bytes = 32768;
     size_t ring_bytes() const { return static_cast<size_t>(cells) * cell_payload; }
 };
 

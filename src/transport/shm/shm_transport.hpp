@@ -103,6 +103,13 @@ class SharedMemoryTransport final : public Transport {
     Doorbell doorbell() override { return doorbell_of(node_.own->data()); }
     void ring_peers() override { ring_peers_ = true; }
 
+    // For the shared slots (slots.cpp): the node's ranks, the geometry, and
+    // local rank li's inbox (this rank's own, or a peer's, mapped on first
+    // use; null while the peer's does not exist yet).
+    const SharedMemoryNode &node() const { return node_; }
+    size_t own_index() const { return my_index_; }
+    unsigned char *inbox_of(size_t li);
+
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override;
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;

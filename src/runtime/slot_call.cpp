@@ -1,0 +1,65 @@
+#include "runtime/slot_call.hpp"
+
+#include <cstring>
+
+
+namespace loom {
+
+bool SlotCall::all_published() {
+    for (; next_peer_ < slots_->size(); ++next_peer_)
+        if (!slots_->peer_buffer(next_peer_, generation_)) return false;
+    return true;
+}
+
+bool SlotCall::advance_shared(uint64_t *finished) {
+    if (!published_) {
+        if (*finished + 1 != generation_) return false;  // an earlier call still reads the slots
+        std::memcpy(slots_->own_buffer(generation_), input_, published_bytes(*args_));
+        slots_->publish(generation_);
+        published_ = true;
+    }
+    if (!all_published()) return false;
+    compute();
+    *finished = generation_;
+    return true;
+}
+
+// The output from every rank's contribution; `from(i)` is rank i's
+// (one rank: its own input, which in place is the output itself).
+void SlotCall::compute() {
+    const CollArgs &a = *args_;
+    if (a.nranks == 1) {  // every collective's output is then its input
+        if (input_ != output_) std::memcpy(output_, input_, published_bytes(a));
+        return;
+    }
+    const int p = a.nranks;
+    const int me = slots_ ? slots_->rank() : 0;
+    const size_t elem = a.elem_size;
+    auto from = [&](int i) -> const unsigned char * { return slots_ ? slots_->peer_buffer(i, generation_) : input_; };
+    // The reductions' block: the whole vector, or this rank's part of it.
+    size_t offset = 0, count = a.count;
+    switch (a.collective) {
+        case Collective::reduce_scatter:
+            for (int i = 0; i < me; ++i) offset += a.recv_counts[i];
+            count = a.recv_counts[me];
+            break;
+        case Collective::reduce_scatter_block: offset = a.count * me; break;
+        case Collective::allgather:
+            for (int i = 0; i < p; ++i)
+                if (!(a.in_place && i == me)) std::memcpy(output_ + i * a.count * elem, from(i), a.count * elem);
+            return;
+        case Collective::alltoall:
+            for (int i = 0; i < p; ++i) {
+                const unsigned char *block = from(i) + me * a.count * elem;
+                if (block != output_ + i * a.count * elem) std::memcpy(output_ + i * a.count * elem, block, a.count * elem);
+            }
+            return;
+        case Collective::allreduce: break;
+    }
+    const size_t bytes = count * elem;
+    const unsigned char *first = from(0) + offset * elem;
+    if (first != output_ && bytes) std::memmove(output_, first, bytes);  // one rank in place: the same bytes
+    for (int i = 1; i < p; ++i) reduce_(output_, from(i) + offset * elem, count);
+}
+
+}  // namespace loom

@@ -1,0 +1,63 @@
+// One collective over the shared slots (transport/shm/slots.hpp), or, on a
+// communicator of one rank, the local copy it amounts to: no plan, no
+// messages. It runs as two stages that a request can take in turns: publish
+// the contribution (once every earlier shared-slots call of this rank is
+// finished), then, once every rank has published this generation, compute
+// the output from the slots in place. Reductions add the slots in rank
+// order on every rank, so all ranks get the same bits.
+#pragma once
+#include <cstdint>
+
+#include "core/datatype.hpp"
+#include "core/plan.hpp"
+#include "transport/shm/slots.hpp"
+
+namespace loom {
+
+class SlotCall {
+  public:
+    // `args` (completed: nranks, elem_size, in_place) must outlive the call.
+    void begin(SharedSlots *slots, uint64_t generation, const CollArgs &args, const void *sendbuf, void *recvbuf,
+               ReduceFn reduce) {
+        slots_ = slots;
+        generation_ = generation;
+        args_ = &args;
+        output_ = static_cast<unsigned char *>(recvbuf);
+        input_ = !args.in_place ? static_cast<const unsigned char *>(sendbuf)
+                 : args.collective == Collective::allgather
+                     ? output_ + args.in_place_input_offset(slots ? slots->rank() : 0) * args.elem_size
+                     : output_;
+        reduce_ = reduce;
+        published_ = false;
+        next_peer_ = 0;
+    }
+    // Moves the call on: publishes when `finished` (the last generation this
+    // rank finished) is the one before, and computes the output when every
+    // rank has published. True when the call is finished (then `finished`
+    // is its generation).
+    bool advance(uint64_t *finished) {
+        if (!slots_) {  // one rank: its input is the whole answer
+            compute();
+            return true;
+        }
+        return advance_shared(finished);
+    }
+    // The bytes a rank publishes for `args`: its whole input.
+    static size_t published_bytes(const CollArgs &args) { return args.input_count() * args.elem_size; }
+
+  private:
+    bool advance_shared(uint64_t *finished);
+    void compute();
+    bool all_published();
+
+    SharedSlots *slots_ = nullptr;  // null: one rank, nothing shared
+    uint64_t generation_ = 0;
+    const CollArgs *args_ = nullptr;
+    const unsigned char *input_ = nullptr;
+    unsigned char *output_ = nullptr;
+    ReduceFn reduce_ = nullptr;
+    bool published_ = false;
+    int next_peer_ = 0;  // ranks below it have been seen published
+};
+
+}  // namespace loom

@@ -1,0 +1,44 @@
+#include "transport/shm/slots.hpp"
+
+#include "transport/shm/layout.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace loom {
+
+using namespace shm_detail;
+static_assert(SharedSlots::kHeaderBytes == kSlotHeaderBytes, "the slot area's header line");
+
+bool SharedSlots::ignore_generation_for_test = false;
+
+SharedSlots::SharedSlots(int rank, int ranks, size_t capacity, size_t area_offset,
+                         unsigned char *(*inbox_of)(void *, size_t), void *context)
+    : rank_(rank),
+      size_(ranks),
+      capacity_(capacity),
+      area_offset_(area_offset),
+      inbox_of_(inbox_of),
+      context_(context),
+      areas_(static_cast<size_t>(ranks), nullptr) {
+    own_ = map(rank);
+}
+
+unsigned char *SharedSlots::map(int i) {
+    unsigned char *inbox = inbox_of_(context_, static_cast<size_t>(i));
+    if (!inbox) return nullptr;
+    areas_[i] = inbox + area_offset_;
+    return areas_[i];
+}
+
+std::unique_ptr<SharedSlots> make_shared_slots(Transport &shared_memory) {
+    auto *t = dynamic_cast<SharedMemoryTransport *>(&shared_memory);
+    if (!t) return nullptr;
+    const SharedMemoryNode &node = t->node();
+    // Local index i must be communicator rank i: the node is the whole communicator.
+    if (node.local_ranks.size() != static_cast<size_t>(t->size())) return nullptr;
+    const ShmGeometry &g = node.geometry;
+    return std::make_unique<SharedSlots>(
+        t->rank(), t->size(), g.slot_bytes, slot_area_offset(node.local_ranks.size(), g),
+        [](void *context, size_t i) { return static_cast<SharedMemoryTransport *>(context)->inbox_of(i); }, t);
+}
+
+}  // namespace loom

@@ -1,0 +1,473 @@
+// The shared slots (algorithm shared_slots) with ranks as threads: each
+// thread's Communicator attaches shared memory over memfd inboxes, mapped
+// once per rank as processes map them, and runs the collectives through the
+// slots against a reference: every communicator size 1-17, counts 0, 1,
+// p-1, p, p+1 and a large odd one, in place and not; every (type, op) pair;
+// back-to-back calls, two communicators interleaved, nonblocking and
+// persistent calls completed in random order; and a mutation check that a
+// reader which ignores the generation is caught.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "algorithms/algorithm.hpp"
+#include "reference.hpp"
+#include "runtime/communicator.hpp"
+#include "transport/inprocess/inprocess.hpp"
+#include "transport/shm/slots.hpp"
+
+namespace loom {
+namespace {
+
+using testing::all_combos;
+using testing::all_type_cases;
+using testing::Combo;
+using testing::TypeCase;
+
+constexpr Collective kCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
+                                       Collective::reduce_scatter_block, Collective::allgather, Collective::alltoall};
+
+bool reduces(Collective c) {
+    return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce_scatter_block;
+}
+
+// p ranks of one node as threads: rank r's Communicator over the in-process
+// fabric with shared memory attached (none for one rank). `configure` sets
+// each rank's parameters (by default every collective forced to shared_slots).
+class Node {
+  public:
+    explicit Node(int p) : p_(p), fabric_(p) {
+        geometry_.cells = 4;
+        geometry_.cell_payload = 64;
+        if (p < 2) return;
+        for (int r = 0; r < p; ++r) {
+            inboxes_.push_back(SharedSegment::anonymous(shm_inbox_bytes(p, geometry_)));
+            shm_inbox_init(inboxes_.back()->data(), p, geometry_, 42);
+        }
+    }
+    std::unique_ptr<Communicator> comm(int rank, bool force = true) {
+        Config config;
+        for (Collective c : kCollectives) {
+            if (!force) break;
+            EXPECT_EQ(config.set(std::string(collective_name(c)) + "_algorithm", "shared_slots"), LOOM_SUCCESS);
+        }
+        auto comm = std::make_unique<Communicator>(fabric_.endpoint(rank), config);
+        if (p_ < 2) return comm;
+        SharedMemoryNode node;
+        node.local_ranks.resize(p_);
+        std::iota(node.local_ranks.begin(), node.local_ranks.end(), 0);
+        node.geometry = geometry_;
+        node.identity = 42;
+        node.own = inboxes_[rank]->another_mapping();
+        node.peers.resize(p_);
+        for (int i = 0; i < p_; ++i)
+            if (i != rank) node.peers[i] = inboxes_[i]->another_mapping();
+        EXPECT_EQ(comm->attach_shared_memory(std::move(node)), LOOM_SUCCESS) << last_error_message();
+        return comm;
+    }
+    // Runs body(rank) on p threads.
+    template <typename Body>
+    void run(Body body) {
+        std::vector<std::thread> threads;
+        for (int r = 0; r < p_; ++r) threads.emplace_back([&, r] { body(r); });
+        for (auto &t : threads) t.join();
+    }
+
+  private:
+    int p_;
+    InProcessFabric fabric_;
+    ShmGeometry geometry_;
+    std::vector<std::unique_ptr<SharedSegment>> inboxes_;
+};
+
+// One call: its shape, every rank's input (from the type's generator) and
+// what rank `rank` must get.
+struct Case {
+    Collective collective;
+    int p;
+    size_t count;
+    bool in_place;
+    Combo combo;
+    uint64_t seed;
+
+    CollArgs args() const {
+        CollArgs a;
+        a.collective = collective;
+        a.count = count;
+        // reduce_scatter: counts that differ by rank, some zero.
+        if (collective == Collective::reduce_scatter)
+            for (int i = 0; i < p; ++i) a.recv_counts.push_back((count + static_cast<size_t>(i)) % (count + 2));
+        return a;
+    }
+    size_t elem() const { return combo.type->size; }
+    size_t input_count() const {
+        CollArgs a = args();
+        a.nranks = p;
+        return a.input_count();
+    }
+    std::vector<unsigned char> input(int rank) const {
+        std::vector<unsigned char> in(std::max<size_t>(input_count(), 1) * elem());
+        combo.type->fill(in.data(), input_count(), rank, seed, combo.op);
+        return in;
+    }
+    // The expected output of `rank` (the reduction's part, or the whole output).
+    std::vector<unsigned char> expected(int rank) const {
+        const CollArgs a = args();
+        const size_t e = elem();
+        std::vector<unsigned char> all = input(0);
+        switch (collective) {
+            case Collective::allreduce:
+            case Collective::reduce_scatter:
+            case Collective::reduce_scatter_block: {
+                for (int r = 1; r < p; ++r) combo.type->combine(all.data(), input(r).data(), input_count(), combo.op);
+                size_t offset = 0, n = count;
+                if (collective == Collective::reduce_scatter) {
+                    for (int r = 0; r < rank; ++r) offset += a.recv_counts[r];
+                    n = a.recv_counts[rank];
+                } else if (collective == Collective::reduce_scatter_block) {
+                    offset = count * rank;
+                }
+                return std::vector<unsigned char>(all.begin() + offset * e, all.begin() + (offset + n) * e);
+            }
+            case Collective::allgather: {
+                std::vector<unsigned char> out;
+                for (int r = 0; r < p; ++r) {
+                    const auto in = input(r);
+                    out.insert(out.end(), in.begin(), in.begin() + count * e);
+                }
+                return out;
+            }
+            case Collective::alltoall: {
+                std::vector<unsigned char> out;
+                for (int r = 0; r < p; ++r) {
+                    const auto in = input(r);
+                    out.insert(out.end(), in.begin() + rank * count * e, in.begin() + (rank + 1) * count * e);
+                }
+                return out;
+            }
+        }
+        return {};
+    }
+    std::string describe() const {
+        return std::string(collective_name(collective)) + " p=" + std::to_string(p) + " count=" +
+               std::to_string(count) + " " + combo.type->name + " op=" + std::to_string(combo.op) +
+               (in_place ? " in place" : "");
+    }
+};
+
+// The output buffer of `rank` for the case, filled as MPI asks of an
+// in-place call (its input where the collective takes it from).
+std::vector<unsigned char> output_buffer(const Case &c, int rank, std::vector<unsigned char> &input) {
+    CollArgs a = c.args();
+    a.nranks = c.p;
+    a.in_place = c.in_place;
+    std::vector<unsigned char> out(std::max<size_t>(a.output_count(rank), 1) * c.elem(), 0xEE);
+    if (c.in_place) {
+        const size_t at = a.in_place_input_offset(rank) * c.elem();
+        const size_t bytes = (c.collective == Collective::allgather ? c.count : c.input_count()) * c.elem();
+        std::copy(input.begin(), input.begin() + bytes, out.begin() + at);
+    }
+    return out;
+}
+
+// Starts the case on rank's communicator (blocking unless `req`); the output buffer is `out`.
+Status start_case(Communicator &comm, const Case &c, int rank, std::vector<unsigned char> &in,
+                  std::vector<unsigned char> &out, std::unique_ptr<Request> *req = nullptr) {
+    CallData d;
+    d.sendbuf = c.in_place ? nullptr : in.data();
+    d.in_place = c.in_place;
+    d.recvbuf = out.data();
+    d.type = c.combo.type->type;
+    d.op = c.combo.op;
+    return req ? comm.start(c.args(), d, req) : comm.run(c.args(), d);
+}
+
+// Empty when rank's output matches the reference.
+std::string check_output(const Case &c, int rank, const std::vector<unsigned char> &out) {
+    const auto want = c.expected(rank);
+    size_t bad = 0;
+    if (!c.combo.type->equal(out.data(), want.data(), want.size() / c.elem(), &bad))
+        return c.describe() + ": rank " + std::to_string(rank) + " element " + std::to_string(bad) + " differs";
+    return {};
+}
+
+// Counts 0, 1, p-1, p, p+1 and a large odd one that still fits the slots.
+std::vector<size_t> counts_for(Collective c, int p, size_t elem) {
+    const size_t per_count = (c == Collective::reduce_scatter_block || c == Collective::alltoall ? p : 1) * elem;
+    size_t large = kSharedSlotsCapacity / per_count;
+    if (c == Collective::reduce_scatter) large = kSharedSlotsCapacity / (elem * p);  // counts of about `count` each
+    if (large % 2 == 0) --large;
+    std::vector<size_t> counts = {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p), static_cast<size_t>(p + 1),
+                                  large};
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    return counts;
+}
+
+// Runs every case on a node of p ranks, back to back, and returns the failures.
+std::vector<std::string> run_cases(int p, const std::vector<Case> &cases, bool force = true) {
+    Node node(p);
+    std::mutex mu;
+    std::vector<std::string> failures;
+    node.run([&](int rank) {
+        auto comm = node.comm(rank, force);
+        for (const Case &c : cases) {
+            auto in = c.input(rank);
+            auto out = output_buffer(c, rank, in);
+            std::string err;
+            if (start_case(*comm, c, rank, in, out) != LOOM_SUCCESS) err = c.describe() + ": " + last_error_message();
+            else err = check_output(c, rank, out);
+            if (!err.empty()) {
+                std::lock_guard<std::mutex> lock(mu);
+                failures.push_back(err);
+            }
+        }
+    });
+    return failures;
+}
+
+// One (type, op) per element size: the path, not the arithmetic, over every size and count.
+TEST(SharedSlots, EverySizeCountAndPlacementMatchesTheReference) {
+    std::vector<Combo> per_size;
+    for (const Combo &c : all_combos())
+        if (std::none_of(per_size.begin(), per_size.end(), [&](const Combo &k) { return k.type->size == c.type->size; }))
+            per_size.push_back(c);
+    size_t cases_run = 0;
+    for (int p = 1; p <= 17; ++p) {
+        std::vector<Case> cases;
+        uint64_t seed = 1;
+        for (Collective coll : kCollectives)
+            for (const Combo &combo : per_size)
+                for (size_t count : counts_for(coll, p, combo.type->size))
+                    for (bool in_place : {false, true}) {
+                        if (!reduces(coll) && combo.op != per_size[0].op) continue;
+                        cases.push_back({coll, p, count, in_place, combo, seed++});
+                    }
+        const auto failures = run_cases(p, cases);
+        cases_run += cases.size();
+        for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
+        ASSERT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p;
+    }
+    RecordProperty("cases", static_cast<int>(cases_run));
+}
+
+// Every (type, op) pair MPI defines, for the three reductions.
+TEST(SharedSlots, EveryTypeAndOpMatchesTheReference) {
+    for (int p : {2, 5, 17}) {
+        std::vector<Case> cases;
+        uint64_t seed = 100;
+        for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::reduce_scatter_block})
+            for (const Combo &combo : all_combos())
+                for (bool in_place : {false, true}) cases.push_back({coll, p, static_cast<size_t>(p + 1), in_place, combo, seed++});
+        const auto failures = run_cases(p, cases);
+        for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
+        ASSERT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p;
+    }
+}
+
+// Without forcing: small inputs take the shared slots, larger ones a plan.
+TEST(SharedSlots, ChosenUpToSlotsMaxBytesByDefault) {
+    const int p = 4;
+    Node node(p);
+    node.run([&](int rank) {
+        auto comm = node.comm(rank, /*force=*/false);
+        const size_t limit = static_cast<size_t>(comm->config().integer(kParamSlotsMaxBytes));
+        for (size_t count : {size_t{1}, limit / 8, limit / 8 + 1, size_t{20000}}) {
+            std::vector<int64_t> in(count, rank + 1), out(count);
+            CollArgs a;
+            a.collective = Collective::allreduce;
+            a.count = count;
+            CallData d;
+            d.sendbuf = in.data();
+            d.recvbuf = out.data();
+            d.type = LOOM_INT64;
+            ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+            EXPECT_EQ(out[count - 1], p * (p + 1) / 2);
+            const bool slots = std::string(comm->last_algorithm(Collective::allreduce)) == "shared_slots";
+            EXPECT_EQ(slots, count * 8 <= limit) << count << " elements went to " << comm->last_algorithm(Collective::allreduce);
+        }
+    });
+}
+
+// A rank that lags (sleeps before some calls) never reads a slot of another
+// generation: 400 back-to-back calls with fresh data each, no barrier.
+std::vector<std::string> back_to_back(int p, int calls) {
+    Node node(p);
+    std::mutex mu;
+    std::vector<std::string> failures;
+    node.run([&](int rank) {
+        auto comm = node.comm(rank);
+        std::mt19937 lag(static_cast<unsigned>(rank));
+        for (int call = 0; call < calls; ++call) {
+            if (rank == 1 && lag() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            const Combo combo{&all_type_cases()[6], LOOM_SUM};  // int64
+            const Case c{kCollectives[call % 5], p, static_cast<size_t>(3 + call % 7), false, combo,
+                         static_cast<uint64_t>(call)};
+            auto in = c.input(rank);
+            auto out = output_buffer(c, rank, in);
+            std::string err = start_case(*comm, c, rank, in, out) == LOOM_SUCCESS ? check_output(c, rank, out)
+                                                                                 : last_error_message();
+            if (!err.empty()) {
+                std::lock_guard<std::mutex> lock(mu);
+                failures.push_back("call " + std::to_string(call) + ": " + err);
+            }
+        }
+    });
+    return failures;
+}
+
+TEST(SharedSlots, BackToBackCallsWithALaggingRank) {
+    ASSERT_EQ(all_type_cases()[6].type, LOOM_INT64);
+    for (int p : {2, 3, 5}) {
+        const auto failures = back_to_back(p, 400);
+        EXPECT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p << ", first: " << failures[0];
+    }
+}
+
+// The mutation: readers that take a peer's slot as soon as it published
+// anything read the lagging rank's previous buffers; the check above sees it.
+TEST(SharedSlots, AReaderIgnoringTheGenerationIsCaught) {
+    SharedSlots::ignore_generation_for_test = true;
+    const auto failures = back_to_back(3, 200);
+    SharedSlots::ignore_generation_for_test = false;
+    EXPECT_FALSE(failures.empty()) << "200 calls with a lagging rank read no stale slot";
+}
+
+// Two communicators of the same ranks, their calls interleaved (each has its own slots and generations).
+TEST(SharedSlots, TwoCommunicatorsInterleaved) {
+    const int p = 3;
+    Node a(p), b(p);
+    std::vector<std::unique_ptr<Communicator>> ca(p), cb(p);
+    std::mutex mu;
+    std::vector<std::string> failures;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < p; ++r)
+        threads.emplace_back([&, r] {
+            ca[r] = a.comm(r);
+            cb[r] = b.comm(r);
+            for (int call = 0; call < 200; ++call) {
+                const Combo combo{&all_type_cases()[4], LOOM_SUM};  // int32
+                for (int which = 0; which < 2; ++which) {
+                    const Case c{kCollectives[(call + which) % 5], p, static_cast<size_t>(1 + call % 5), call % 3 == 0,
+                                 combo, static_cast<uint64_t>(call * 2 + which)};
+                    auto in = c.input(r);
+                    auto out = output_buffer(c, r, in);
+                    Communicator &comm = which ? *cb[r] : *ca[r];
+                    std::string err = start_case(comm, c, r, in, out) == LOOM_SUCCESS ? check_output(c, r, out)
+                                                                                     : last_error_message();
+                    if (!err.empty()) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        failures.push_back(err);
+                    }
+                }
+            }
+            ca[r].reset();
+            cb[r].reset();
+        });
+    for (auto &t : threads) t.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first: " << failures[0];
+}
+
+// Eight nonblocking calls in flight (mixed collectives), each rank waiting
+// for them in its own random order; then persistent requests restarted.
+TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
+    for (int p : {2, 4, 7}) {
+        Node node(p);
+        std::mutex mu;
+        std::vector<std::string> failures;
+        node.run([&](int rank) {
+            auto comm = node.comm(rank);
+            std::mt19937 order(static_cast<unsigned>(rank * 7 + p));
+            const Combo combo{&all_type_cases()[25], LOOM_SUM};  // double
+            EXPECT_EQ(combo.type->type, LOOM_DOUBLE);
+            for (int round = 0; round < 20; ++round) {
+                std::vector<Case> cases;
+                for (int k = 0; k < 8; ++k)
+                    cases.push_back({kCollectives[(k + round) % 5], p, static_cast<size_t>(1 + k), k % 2 == 1, combo,
+                                     static_cast<uint64_t>(round * 8 + k)});
+                std::vector<std::vector<unsigned char>> ins, outs;
+                for (const Case &c : cases) {
+                    ins.push_back(c.input(rank));
+                    outs.push_back(output_buffer(c, rank, ins.back()));
+                }
+                std::vector<std::unique_ptr<Request>> reqs(cases.size());
+                for (size_t k = 0; k < cases.size(); ++k)
+                    ASSERT_EQ(start_case(*comm, cases[k], rank, ins[k], outs[k], &reqs[k]), LOOM_SUCCESS)
+                        << last_error_message();
+                std::vector<size_t> idx(cases.size());
+                std::iota(idx.begin(), idx.end(), 0);
+                std::shuffle(idx.begin(), idx.end(), order);
+                for (size_t k : idx) {
+                    std::string err = reqs[k]->wait() == LOOM_SUCCESS ? check_output(cases[k], rank, outs[k])
+                                                                      : last_error_message();
+                    if (!err.empty()) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        failures.push_back(err);
+                    }
+                }
+            }
+            // Persistent: made once, restarted with new data, completed in random order.
+            std::vector<Case> cases;
+            for (int k = 0; k < 5; ++k) cases.push_back({kCollectives[k], p, 3, false, combo, static_cast<uint64_t>(k)});
+            std::vector<std::vector<unsigned char>> ins, outs;
+            for (const Case &c : cases) {
+                ins.push_back(c.input(rank));
+                outs.push_back(output_buffer(c, rank, ins.back()));
+            }
+            std::vector<std::unique_ptr<Request>> reqs(cases.size());
+            for (size_t k = 0; k < cases.size(); ++k) {
+                CallData d;
+                d.sendbuf = ins[k].data();
+                d.recvbuf = outs[k].data();
+                d.type = LOOM_DOUBLE;
+                ASSERT_EQ(comm->init(cases[k].args(), d, &reqs[k]), LOOM_SUCCESS) << last_error_message();
+            }
+            for (int round = 0; round < 10; ++round) {
+                for (size_t k = 0; k < cases.size(); ++k) {
+                    cases[k].seed = static_cast<uint64_t>(round * 10 + k);
+                    const auto fresh = cases[k].input(rank);
+                    std::copy(fresh.begin(), fresh.end(), ins[k].begin());  // the request keeps this buffer
+                    ASSERT_EQ(reqs[k]->start(), LOOM_SUCCESS) << last_error_message();
+                }
+                std::vector<size_t> idx(cases.size());
+                std::iota(idx.begin(), idx.end(), 0);
+                std::shuffle(idx.begin(), idx.end(), order);
+                for (size_t k : idx) {
+                    std::string err = reqs[k]->wait() == LOOM_SUCCESS ? check_output(cases[k], rank, outs[k])
+                                                                      : last_error_message();
+                    if (!err.empty()) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        failures.push_back("persistent: " + err);
+                    }
+                }
+            }
+        });
+        EXPECT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p << ", first: " << failures[0];
+    }
+}
+
+// Forced where it cannot run, the error says why and names the alternatives.
+TEST(SharedSlots, ForcedAboveTheirCapacityIsAClearError) {
+    Node node(2);
+    node.run([&](int rank) {
+        auto comm = node.comm(rank);
+        std::vector<int64_t> in(kSharedSlotsCapacity / 8 + 1), out(in.size());
+        CollArgs a;
+        a.collective = Collective::allreduce;
+        a.count = in.size();
+        CallData d;
+        d.sendbuf = in.data();
+        d.recvbuf = out.data();
+        d.type = LOOM_INT64;
+        EXPECT_EQ(comm->run(a, d), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+        EXPECT_NE(std::string(last_error_message()).find("above the slots'"), std::string::npos) << last_error_message();
+    });
+}
+
+}  // namespace
+}  // namespace loom
