@@ -117,6 +117,16 @@ void mca_coll_loom_sync_params(mca_coll_loom_module_t *m) {
  * tags in a range no other component of this Open MPI uses. Every rank
  * decides alike, so a collective never runs as Loom on some ranks and as
  * the module below on others. */
+/* The MCA value of libloom parameter `wanted`, or NULL when it was left unset. */
+static const char *component_value(const char *wanted) {
+    for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
+        const char *name;
+        if (loom_param_info(i, &name, NULL, NULL, NULL) == LOOM_SUCCESS && !strcmp(name, wanted))
+            return mca_coll_loom_component.param_values[i];
+    }
+    return NULL;
+}
+
 static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) {
     m->counts64 = malloc(sizeof(int64_t) * (size_t)ompi_comm_size(comm));
     if (!m->counts64) return false;
@@ -144,6 +154,12 @@ static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) 
         const char *value = mca_coll_loom_component.param_values[i];
         m->applied[i] = strdup(value ? value : "");
     }
+    /* Open MPI knows whether this node's ranks share cores (mpirun turns
+     * mpi_yield_when_idle on when it oversubscribes): the shared slots wait
+     * the same way, unless coll_loom_slots_wait says otherwise. */
+    const char *wait_value = component_value("slots_wait");
+    if (opal_progress_yield_when_idle && (!wait_value || !strcmp(wait_value, "auto")))
+        loom_comm_set_param(m->loom, "slots_wait", "yield");
     if (mca_coll_loom_component.verbose >= 1) loom_comm_set_param(m->loom, "verbose", "1");
     if (mca_coll_loom_component.verbose >= 2) loom_comm_set_param(m->loom, "verbose", "2");
     if (m->node_labels && loom_comm_set_nodes(m->loom, m->node_labels, ompi_comm_size(comm), m->rails) != LOOM_SUCCESS)

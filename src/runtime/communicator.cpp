@@ -179,6 +179,11 @@ Status Request::wait() {
 }
 
 void Communicator::wait_for_slots(uint32_t polls) {
+    if (slots_wait_generation_ != config_.generation()) {  // the parameter, read once per value
+        const long long mode = config_.integer(kParamSlotsWait);
+        slots_yield_ = mode == kSlotsWaitYield || (mode == kSlotsWaitAuto && !core_per_local_rank());
+        slots_wait_generation_ = config_.generation();
+    }
     // Messages of other calls still need the progress engine below (which
     // also yields where Open MPI was told the node is oversubscribed).
     if (slots_yield_) {
@@ -218,7 +223,7 @@ bool Communicator::progress_from_thread(bool *pending, bool *moved) {
 }
 
 bool Communicator::core_per_local_rank() const {
-    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");  // mpirun sets it when oversubscribing
+    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");  // as `mpirun --mca` passes it
     if (yield && std::strcmp(yield, "1") == 0) return false;
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -490,7 +495,6 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     slots_ = make_shared_slots(*shm);
     router_->add_preferred(std::move(shm));
     shared_memory_ranks_ = node_ranks;
-    slots_yield_ = !core_per_local_rank();
     ring_message_max_ = options.max_bytes;
     ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
@@ -573,6 +577,9 @@ Status Communicator::launch_slots(Request &req, const CollArgs &args, const Call
     req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, *kept, call.sendbuf, call.recvbuf,
                     slot_reduction(args.collective, call));
     active_.push_back(&req);
+    // Published now when no earlier call is pending: the peers can then
+    // finish without waiting for this rank's next test.
+    if (active_.size() == 1) req.advance();
     return LOOM_SUCCESS;
 }
 

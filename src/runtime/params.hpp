@@ -43,6 +43,7 @@ enum ParamId {
     kParamRailRefreshCalls,
     kParamProgressThread,
     kParamSlotsMaxBytes,
+    kParamSlotsWait,
     kParamCount
 };
 
@@ -85,6 +86,8 @@ class Config {
 
 // The progress_thread parameter's values, by index.
 enum ProgressThreadMode { kProgressThreadOff = 0, kProgressThreadOn = 1, kProgressThreadAuto = 2 };
+// The slots_wait parameter's values, by index.
+enum SlotsWaitMode { kSlotsWaitAuto = 0, kSlotsWaitSpin = 1, kSlotsWaitYield = 2 };
 
 // Parses "64k", "1MiB", "4096" into bytes; false when malformed.
 bool parse_size(const std::string &text, long long *out);
