@@ -297,6 +297,7 @@ class Communicator {
     std::unique_ptr<SharedSlots> slots_;
     uint64_t slots_started_ = 0, slots_finished_ = 0;
     bool slots_yield_ = false;
+    bool engine_yields_ = false;  // the progress engine below yields by itself (Request::wait's rule)
     uint64_t slots_wait_generation_ = UINT64_MAX;  // the parameters' generation slots_yield_ was decided under
     // A blocking shared-slots call to completion on this thread (earlier
     // nonblocking ones are progressed while it waits for them).

@@ -125,7 +125,8 @@ const std::vector<ParamSpec> &param_table() {
          0, 32768, Collective::allreduce},
         {kParamSlotsWait, "slots_wait", ParamType::choice, "auto", 5,
          "How a rank waits for the others in a shared-slots call: spin on their generation words; yield, giving "
-         "its core away between looks; auto, spin where this rank has a core of its own (bound to one core, or as "
+         "its core away between looks (through the progress engine below where it yields by itself, as Open MPI's "
+         "does with mpi_yield_when_idle); auto, spin where this rank has a core of its own (bound to one core, or as "
          "many cores as ranks on the node) and yield otherwise. coll/loom sets yield where Open MPI's "
          "mpi_yield_when_idle is on (mpirun sets it when it oversubscribes)",
          0, 0, Collective::allreduce, "auto,spin,yield"},

@@ -7,14 +7,14 @@ namespace loom {
 
 bool SlotCall::all_published() {
     for (; next_peer_ < slots_->size(); ++next_peer_)
-        if (!slots_->peer_buffer(next_peer_, generation_)) return false;
+        if (!slots_->peer_buffer(next_peer_, generation_, bytes_)) return false;
     return true;
 }
 
 bool SlotCall::advance_shared(uint64_t *finished) {
     if (!published_) {
         if (*finished + 1 != generation_) return false;  // an earlier call still reads the slots
-        std::memcpy(slots_->own_buffer(generation_), input_, published_bytes(*args_));
+        std::memcpy(slots_->own_buffer(generation_, bytes_), input_, bytes_);
         slots_->publish(generation_);
         published_ = true;
     }
@@ -29,13 +29,13 @@ bool SlotCall::advance_shared(uint64_t *finished) {
 void SlotCall::compute() {
     const CollArgs &a = *args_;
     if (a.nranks == 1) {  // every collective's output is then its input
-        if (input_ != output_) std::memcpy(output_, input_, published_bytes(a));
+        if (input_ != output_) std::memcpy(output_, input_, bytes_);
         return;
     }
     const int p = a.nranks;
     const int me = slots_ ? slots_->rank() : 0;
     const size_t elem = a.elem_size;
-    auto from = [&](int i) -> const unsigned char * { return slots_ ? slots_->peer_buffer(i, generation_) : input_; };
+    auto from = [&](int i) -> const unsigned char * { return slots_ ? slots_->peer_buffer(i, generation_, bytes_) : input_; };
     // The reductions' block: the whole vector, or this rank's part of it.
     size_t offset = 0, count = a.count;
     switch (a.collective) {

@@ -28,6 +28,7 @@ class SlotCall {
                      ? output_ + args.in_place_input_offset(slots ? slots->rank() : 0) * args.elem_size
                      : output_;
         reduce_ = reduce;
+        bytes_ = published_bytes(args);
         published_ = false;
         next_peer_ = 0;
     }
@@ -56,6 +57,7 @@ class SlotCall {
     const unsigned char *input_ = nullptr;
     unsigned char *output_ = nullptr;
     ReduceFn reduce_ = nullptr;
+    size_t bytes_ = 0;  // published_bytes
     bool published_ = false;
     int next_peer_ = 0;  // ranks below it have been seen published
 };

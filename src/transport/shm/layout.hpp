@@ -87,13 +87,13 @@ inline std::atomic<uint8_t> *copy_path_slot(unsigned char *inbox, size_t nlocal,
 }
 static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free, "flag bytes");
 
-// The shared slots follow the rings: a line holding the owner's published
-// generation, then two buffers of geometry.slot_bytes (a call of generation
-// g uses buffer g % 2).
+// The shared slots follow the rings: two lines, each a generation word and
+// a small contribution, then two buffers of geometry.slot_bytes for larger
+// ones (a call of generation g uses line and buffer g % 2; slots.hpp).
 inline size_t slot_area_offset(size_t nlocal, const ShmGeometry &g) {
     return header_area_bytes(nlocal) + nlocal * g.cells * cell_stride(g);
 }
-constexpr size_t kSlotHeaderBytes = 64;
+constexpr size_t kSlotHeaderBytes = 128;
 inline size_t slot_area_bytes(const ShmGeometry &g) { return kSlotHeaderBytes + 2 * g.slot_bytes; }
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "slot generations need lock-free words across processes");
 

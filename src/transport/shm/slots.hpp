@@ -1,12 +1,14 @@
 // Shared slots: collectives among the ranks of one node without messages.
-// Every rank owns, at the end of its inbox, a generation word and two slot
+// Every rank owns, at the end of its inbox, two slot lines and two slot
 // buffers. A call of generation g (the communicator's g-th shared-slots
 // call, the same on every rank) writes the rank's contribution into its
-// buffer g % 2 and then publishes g; a peer reads that buffer in place once
-// it sees a generation >= g. A rank publishes g only after it has read
-// every peer's g-1, so a peer that sees g has finished reading the buffer
-// of g-2 that g overwrites: two buffers and one word per rank suffice, with
-// no matching, no acknowledgement and no lock.
+// line g % 2, right after that line's generation word, when it fits there
+// (48 bytes), else into its buffer g % 2, and then publishes g in the
+// line; a peer reads it in place once it sees g there. A small
+// contribution thus travels in the cache line that carries its generation.
+// A rank publishes g only after it has read every peer's g-1, so a peer
+// that sees g has finished reading what g-2 left in the same line and
+// buffer: no matching, no acknowledgement and no lock.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -35,29 +37,36 @@ class SharedSlots {
     // The most bytes a rank publishes in one call.
     size_t capacity() const { return capacity_; }
 
-    // This rank's buffer for generation g.
-    unsigned char *own_buffer(uint64_t g) { return buffer(own_, g); }
-    void publish(uint64_t g) { generation(own_)->store(g, std::memory_order_release); }
-    // Rank i's buffer of generation g once i has published it, else null.
-    const unsigned char *peer_buffer(int i, uint64_t g) {
+    // Contributions of up to this many bytes travel in the generation's
+    // line, from its 16th byte (aligned for every type Loom reduces).
+    static constexpr size_t kInlineOffset = 16;
+    static constexpr size_t kInlineBytes = 48;
+    // Where this rank writes `bytes` for generation g.
+    unsigned char *own_buffer(uint64_t g, size_t bytes) { return place(own_, g, bytes); }
+    void publish(uint64_t g) { generation(own_, g)->store(g, std::memory_order_release); }
+    // Rank i's `bytes` of generation g once i has published them, else null.
+    const unsigned char *peer_buffer(int i, uint64_t g, size_t bytes) {
         unsigned char *area = areas_[i];
         if (!area && !(area = map(i))) return nullptr;
-        const uint64_t seen = generation(area)->load(std::memory_order_acquire);
+        const uint64_t seen = generation(area, g)->load(std::memory_order_acquire);
         if (ignore_generation_for_test ? seen == 0 : seen < g) return nullptr;
-        return buffer(area, g);
+        return place(area, g, bytes);
     }
 
   private:
-    static std::atomic<uint64_t> *generation(unsigned char *area) {
-        return reinterpret_cast<std::atomic<uint64_t> *>(area);
+    // Line g % 2: the generation word, then the inline bytes.
+    static std::atomic<uint64_t> *generation(unsigned char *area, uint64_t g) {
+        return reinterpret_cast<std::atomic<uint64_t> *>(area + (g & 1) * kLineBytes);
     }
-    unsigned char *buffer(unsigned char *area, uint64_t g) const {
+    unsigned char *place(unsigned char *area, uint64_t g, size_t bytes) const {
+        if (bytes <= kInlineBytes) return area + (g & 1) * kLineBytes + kInlineOffset;
         return area + kHeaderBytes + (g & 1) * capacity_;
     }
     unsigned char *map(int i);
 
   public:
-    static constexpr size_t kHeaderBytes = 64;  // the generation's line (layout.hpp)
+    static constexpr size_t kLineBytes = 64;
+    static constexpr size_t kHeaderBytes = 2 * kLineBytes;  // the two lines (layout.hpp)
 
   private:
     int rank_, size_;
