@@ -95,12 +95,7 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     LOOM_RETURN_IF_ERROR(check_buffers(in_place ? nullptr : sendbuf, recvbuf, send_elems, recv_elems));
     if (in_place && recvbuf == nullptr && full.input_count() > 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
-    CallData call;
-    call.sendbuf = in_place ? nullptr : sendbuf;
-    call.in_place = in_place;
-    call.recvbuf = recvbuf;
-    call.type = type;
-    call.op = op;
+    const CallData call = CallData::of(sendbuf, in_place, recvbuf, type, op);
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
         case Launch::blocking: return c.run(std::move(full), call);

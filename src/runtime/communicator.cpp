@@ -534,13 +534,7 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
     // The buffers are this call's own: the general path's checks on them.
     if (k.has_input && (!recvbuf || (!in_place && (!sendbuf || sendbuf == recvbuf)))) return false;
     last_algorithm_[static_cast<int>(c)] = k.name;
-    CallData call;
-    call.sendbuf = in_place ? nullptr : sendbuf;
-    call.in_place = in_place;
-    call.recvbuf = recvbuf;
-    call.type = type;
-    call.op = op;
-    *status = run_slots(k.args, call, k.reduce);
+    *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce);
     return true;
 }
 

@@ -42,6 +42,17 @@ struct CallData {
     void *recvbuf = nullptr;
     loom_datatype_t type = LOOM_BYTE;
     loom_op_t op = LOOM_SUM;  // ignored without reduction
+
+    // A call's buffers (sendbuf dropped in place), type and op.
+    static CallData of(const void *sendbuf, bool in_place, void *recvbuf, loom_datatype_t type, loom_op_t op) {
+        CallData d;
+        d.sendbuf = in_place ? nullptr : sendbuf;
+        d.in_place = in_place;
+        d.recvbuf = recvbuf;
+        d.type = type;
+        d.op = op;
+        return d;
+    }
 };
 
 // A started collective. Testing or waiting on one request progresses every

@@ -373,6 +373,24 @@ TEST(SharedSlots, TwoCommunicatorsInterleaved) {
     EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first: " << failures[0];
 }
 
+// Waits for every request in an order of `order`'s choosing and checks each
+// output; the failures, prefixed with `label`, go to `failures`.
+void wait_in_random_order(std::vector<std::unique_ptr<Request>> &reqs, const std::vector<Case> &cases, int rank,
+                          const std::vector<std::vector<unsigned char>> &outs, std::mt19937 &order,
+                          const std::string &label, std::mutex &mu, std::vector<std::string> &failures) {
+    std::vector<size_t> idx(cases.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::shuffle(idx.begin(), idx.end(), order);
+    for (size_t k : idx) {
+        std::string err =
+            reqs[k]->wait() == LOOM_SUCCESS ? check_output(cases[k], rank, outs[k]) : last_error_message();
+        if (!err.empty()) {
+            std::lock_guard<std::mutex> lock(mu);
+            failures.push_back(label + err);
+        }
+    }
+}
+
 // Eight nonblocking calls in flight (mixed collectives), each rank waiting
 // for them in its own random order; then persistent requests restarted.
 TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
@@ -399,17 +417,7 @@ TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
                 for (size_t k = 0; k < cases.size(); ++k)
                     ASSERT_EQ(start_case(*comm, cases[k], rank, ins[k], outs[k], &reqs[k]), LOOM_SUCCESS)
                         << last_error_message();
-                std::vector<size_t> idx(cases.size());
-                std::iota(idx.begin(), idx.end(), 0);
-                std::shuffle(idx.begin(), idx.end(), order);
-                for (size_t k : idx) {
-                    std::string err = reqs[k]->wait() == LOOM_SUCCESS ? check_output(cases[k], rank, outs[k])
-                                                                      : last_error_message();
-                    if (!err.empty()) {
-                        std::lock_guard<std::mutex> lock(mu);
-                        failures.push_back(err);
-                    }
-                }
+                wait_in_random_order(reqs, cases, rank, outs, order, "", mu, failures);
             }
             // Persistent: made once, restarted with new data, completed in random order.
             std::vector<Case> cases;
@@ -434,17 +442,7 @@ TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
                     std::copy(fresh.begin(), fresh.end(), ins[k].begin());  // the request keeps this buffer
                     ASSERT_EQ(reqs[k]->start(), LOOM_SUCCESS) << last_error_message();
                 }
-                std::vector<size_t> idx(cases.size());
-                std::iota(idx.begin(), idx.end(), 0);
-                std::shuffle(idx.begin(), idx.end(), order);
-                for (size_t k : idx) {
-                    std::string err = reqs[k]->wait() == LOOM_SUCCESS ? check_output(cases[k], rank, outs[k])
-                                                                      : last_error_message();
-                    if (!err.empty()) {
-                        std::lock_guard<std::mutex> lock(mu);
-                        failures.push_back("persistent: " + err);
-                    }
-                }
+                wait_in_random_order(reqs, cases, rank, outs, order, "persistent: ", mu, failures);
             }
         });
         EXPECT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p << ", first: " << failures[0];
