@@ -575,8 +575,9 @@ Status Communicator::launch_slots(Request &req, const CollArgs &args, const Call
                     slot_reduction(args.collective, call));
     active_.push_back(&req);
     // Published now when no earlier call is pending: the peers can then
-    // finish without waiting for this rank's next test.
-    if (active_.size() == 1) req.advance();
+    // finish without waiting for this rank's next test. The request stays
+    // active until the caller's test or wait sees it done, as MPI's do.
+    if (active_.size() == 1) req.slot_.advance(&slots_finished_);
     return LOOM_SUCCESS;
 }
 

@@ -30,6 +30,7 @@ class SlotCall {
         reduce_ = reduce;
         bytes_ = published_bytes(args);
         published_ = false;
+        done_ = false;
         next_peer_ = 0;
     }
     // Moves the call on: publishes when `finished` (the last generation this
@@ -37,11 +38,10 @@ class SlotCall {
     // rank has published. True when the call is finished (then `finished`
     // is its generation).
     bool advance(uint64_t *finished) {
-        if (!slots_) {  // one rank: its input is the whole answer
-            compute();
-            return true;
-        }
-        return advance_shared(finished);
+        if (done_) return true;
+        if (!slots_) compute();  // one rank: its input is the whole answer
+        done_ = !slots_ || advance_shared(finished);
+        return done_;
     }
     // The bytes a rank publishes for `args`: its whole input.
     static size_t published_bytes(const CollArgs &args) { return args.input_count() * args.elem_size; }
@@ -59,6 +59,7 @@ class SlotCall {
     ReduceFn reduce_ = nullptr;
     size_t bytes_ = 0;  // published_bytes
     bool published_ = false;
+    bool done_ = false;  // finished: advancing again changes nothing
     int next_peer_ = 0;  // ranks below it have been seen published
 };
 
