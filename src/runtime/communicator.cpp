@@ -559,19 +559,15 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
     return nullptr;
 }
 
-Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call, bool blocking) {
+Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call) {
     if (!slots_ && size_ > 1)
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;
     req.slot_call_ = true;
-    const CollArgs *kept = &args;
-    if (!blocking) {
-        if (&req.args_ != &args) req.args_ = args;
-        kept = &req.args_;
-    }
-    req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, *kept, call.sendbuf, call.recvbuf,
+    if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
+    req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
                     slot_reduction(args.collective, call));
     active_.push_back(&req);
     // Published now when no earlier call is pending: the peers can then
@@ -586,7 +582,7 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     const CachedPlan *plan = &planned;
     started_any_ = true;
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
-    if (plan->algorithm->plan_free) return launch_slots(req, args, call, blocking);
+    if (plan->algorithm->plan_free) return launch_slots(req, args, call);  // blocking ones: run_slots
     req.slot_call_ = false;
     req.comm_ = this;
     req.finished_ = false;

@@ -248,9 +248,9 @@ class Communicator {
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
     // Runs `plan` for the call on `req` (args completed already).
     Status launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan, bool blocking);
-    // The same for the shared slots; a blocking call's args outlive its
-    // wait, a nonblocking one's are copied into the request.
-    Status launch_slots(Request &req, const CollArgs &args, const CallData &call, bool blocking);
+    // The same for a nonblocking or persistent shared-slots call (its args
+    // kept in the request); blocking ones go to run_slots.
+    Status launch_slots(Request &req, const CollArgs &args, const CallData &call);
     // Between two polls of a shared-slots call that found a peer not
     // there yet: spin on our core, or give it away where ranks share cores.
     void wait_for_slots(uint32_t polls);
