@@ -23,6 +23,9 @@ struct AlgorithmInfo {
     // Runs without a plan (build is null): the shared slots
     // (runtime/slot_call.hpp), which read peers' contributions in place.
     bool plan_free = false;
+    // The plan is only the node leaders' exchange: the node's own phases run
+    // on the shared slots around it (runtime/node_slot_call.hpp).
+    bool node_slots = false;
 };
 
 const std::vector<const AlgorithmInfo *> &all_algorithms();
@@ -34,6 +37,10 @@ std::string algorithm_names(Collective c);  // "ring, recursive_doubling, ..." f
 constexpr size_t kSharedSlotsCapacity = 32768;
 // The shared slots' algorithm for `c` (shared_slots.cpp).
 const AlgorithmInfo &shared_slots_algorithm(Collective c);
+
+// The node slots' algorithm for `c` (node_slots.cpp); null for alltoall,
+// whose node result differs for every rank.
+const AlgorithmInfo *node_slots_algorithm(Collective c);
 
 // For algorithms without restrictions.
 inline std::string always_applicable(const CollArgs &) { return {}; }

@@ -34,6 +34,10 @@ extern const AlgorithmInfo kReduceScatterSharedSlots;
 extern const AlgorithmInfo kReduceScatterBlockSharedSlots;
 extern const AlgorithmInfo kAllgatherSharedSlots;
 extern const AlgorithmInfo kAlltoallSharedSlots;
+extern const AlgorithmInfo kAllreduceNodeSlots;
+extern const AlgorithmInfo kReduceScatterNodeSlots;
+extern const AlgorithmInfo kReduceScatterBlockNodeSlots;
+extern const AlgorithmInfo kAllgatherNodeSlots;
 
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
@@ -45,16 +49,19 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllreduceHierSplit,
         &kAllreduceHierLeader,
         &kAllreduceSharedSlots,
+        &kAllreduceNodeSlots,
         &kReduceScatterRing,
         &kReduceScatterRecursiveHalving,
         &kReduceScatterPairwise,
         &kReduceScatterHierarchical,
         &kReduceScatterSharedSlots,
+        &kReduceScatterNodeSlots,
         &kReduceScatterBlockRing,
         &kReduceScatterBlockRecursiveHalving,
         &kReduceScatterBlockPairwise,
         &kReduceScatterBlockHierarchical,
         &kReduceScatterBlockSharedSlots,
+        &kReduceScatterBlockNodeSlots,
         &kAllgatherRing,
         &kAllgatherRecursiveDoubling,
         &kAllgatherBruck,
@@ -62,6 +69,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllgatherHierarchical,
         &kAllgatherRailRing,
         &kAllgatherSharedSlots,
+        &kAllgatherNodeSlots,
         &kAlltoallPairwise,
         &kAlltoallBruck,
         &kAlltoallScattered,

@@ -203,6 +203,9 @@ struct CollArgs {
     // Which ranks share a node (null: unknown, treated as one node). Plans
     // of node-aware algorithms depend on it; it is fixed per communicator.
     const NodeMap *nodes = nullptr;
+    // Every node's ranks share Loom's shared slots (a node of one rank
+    // needs none), on two nodes or more: the node_slots algorithms apply.
+    bool node_slots = false;
     // A nonblocking or persistent call that the progress thread may drive:
     // its plan keeps every message on transports the thread may progress.
     bool progress_thread = false;

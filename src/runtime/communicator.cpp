@@ -56,6 +56,7 @@ void erase_one(std::vector<T> &v, T x) {
 // What --explain and verbose say of a nonblocking call's progress with the thread on.
 std::string progress_note(const CachedPlan &plan) {
     if (plan.algorithm->plan_free) return "; progressed by the caller's calls (shared slots)";
+    if (plan.algorithm->node_slots) return "; progressed by the caller's calls (node slots)";
     if (plan.thread_drivable) return "; progressed by the progress thread";
     if (plan.thread_blocker)
         return std::string("; progressed by the caller's calls (messages on ") + plan.thread_blocker +
@@ -124,8 +125,46 @@ Status Request::start() {
     return comm_->launch(*this, args_, call_, plan_, false);
 }
 
+Status Request::advance_node_slots() {
+    uint64_t &finished = comm_->slots_finished_;
+    if (!exchanging_) {
+        const NodeSlotCall::Stage stage = node_slot_.advance(&finished);
+        if (stage == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
+        if (stage == NodeSlotCall::Stage::exchange) {
+            ExecutionBuffers eb;
+            eb.plan = plan_id_;
+            eb.input = node_slot_.combined();
+            eb.output = node_slot_.result();
+            eb.scratch = scratch_.data();
+            eb.elem_size = args_.elem_size;
+            eb.reduce = reduce_;
+            if (execution_) execution_->reset(program_.get(), tag_, eb);
+            else execution_ = std::make_unique<Execution>(program_.get(), comm_->transport(), tag_, eb);
+            exchanging_ = true;
+            error_ = execution_->start();
+        }
+    }
+    if (exchanging_) {
+        bool complete = false;
+        if (error_ == LOOM_SUCCESS) error_ = execution_->progress(&complete);
+        if (error_ != LOOM_SUCCESS) error_message_ = last_error_message();
+        else if (!complete) return LOOM_SUCCESS;
+        // The node's other ranks learn the outcome from the leader's slot.
+        node_slot_.finish_exchange(error_ == LOOM_SUCCESS, &finished);
+        exchanging_ = false;
+    } else if (node_slot_.failed()) {
+        error_ = LOOM_ERR_TRANSPORT;
+        error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
+        fail(error_, error_message_);
+    }
+    finished_ = true;
+    erase_one(comm_->active_, this);
+    return error_;
+}
+
 Status Request::advance() {
     if (finished_) return error_;
+    if (node_slot_call_) return advance_node_slots();
     if (slot_call_) {
         if (slot_.advance(&comm_->slots_finished_)) {
             finished_ = true;
@@ -173,7 +212,7 @@ Status Request::wait() {
     for (uint32_t polls = 0;; ++polls) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;
-        if (slot_call_) comm_->wait_for_slots(polls);
+        if (slot_call_ || node_slot_call_) comm_->wait_for_slots(polls);
         else if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
     }
 }
@@ -236,7 +275,8 @@ bool Communicator::core_per_local_rank() const {
     // Bound to fewer cores than the machine has: mpirun gave us a core
     // (--bind-to core) when it is one; unbound, the node's ranks share them all.
     if (allowed < online) return allowed >= 1;
-    return online >= shared_memory_ranks_;
+    // Emulated nodes are all on this machine.
+    return online >= (nodes_.emulated ? size_ : shared_memory_ranks_);
 }
 
 bool Communicator::spare_core_for_thread() const {
@@ -383,7 +423,7 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
                     engine};
     if (!sel.algorithm->plan_free) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
-    if (a.progress_thread && !sel.algorithm->plan_free) {  // the shared slots progress in the caller's calls
+    if (a.progress_thread && !sel.algorithm->plan_free && !sel.algorithm->node_slots) {  // the slots progress in the caller's calls
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
@@ -416,6 +456,7 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.in_place = in_place;
     args.single_node = shared_memory_ranks_ == size() && size() > 1 && nodes_.nodes() <= 1;
     args.nodes = &nodes_;
+    args.node_slots = node_slots_ready_;
 }
 
 CollArgs Communicator::with_knobs(const CollArgs &args) const {
@@ -432,7 +473,18 @@ Status Communicator::set_nodes(NodeMap nodes) {
     if (started_any_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "the node map must be set before the communicator's first collective");
     nodes_ = std::move(nodes);
+    decide_node_slots();
     return LOOM_SUCCESS;
+}
+
+void Communicator::decide_node_slots() {
+    node_slots_ready_ = false;
+    if (!node_slots_allowed_ || nodes_.nodes() < 2) return;
+    const int node = nodes_.node_of[rank_];
+    // A node of one rank needs no slots; it agrees with the others as long
+    // as the parameter that turns shared memory off everywhere is on.
+    if (nodes_.ranks_on(node) == 1) node_slots_ready_ = config_.integer(kParamSharedMemory) != 0;
+    else node_slots_ready_ = slots_ && slot_group_ == nodes_.members[node];
 }
 
 Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place, const char **algorithm) {
@@ -470,7 +522,8 @@ Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<R
     req->call_ = call;
     // Storage a start would otherwise grow on its first run.
     req->scratch_.resize(plan->program->scratch_count * args.elem_size);
-    if (args.in_place && !plan->algorithm->in_place_aliasing_safe)
+    if (plan->algorithm->node_slots) req->snapshot_.reserve(NodeSlotCall::buffer_bytes(args));
+    else if (args.in_place && !plan->algorithm->in_place_aliasing_safe)
         req->snapshot_.reserve(args.input_count() * args.elem_size);
     ExecutionBuffers none;
     req->execution_ = std::make_unique<Execution>(req->program_.get(), *router_, 0, none);
@@ -488,6 +541,7 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
                     "shared memory must be attached before the communicator's first collective");
     std::unique_ptr<Transport> shm;
     const int node_ranks = static_cast<int>(node.local_ranks.size());
+    slot_group_ = node.local_ranks;
     const size_t ring_bytes = node.geometry.ring_bytes();
     ShmOptions options;
     options.max_bytes = shm_ring_message_limit(node.geometry, static_cast<size_t>(config_.integer(kParamShmMaxBytes)));
@@ -498,6 +552,7 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
     slots_ = make_shared_slots(*shm);
     router_->add_preferred(std::move(shm));
     shared_memory_ranks_ = node_ranks;
+    decide_node_slots();
     ring_message_max_ = options.max_bytes;
     ring_bytes_ = ring_bytes;
     return LOOM_SUCCESS;
@@ -539,7 +594,7 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
 }
 
 Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce) {
-    if (!slots_ && size_ > 1)
+    if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
     SlotCall slot;
     slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce);
@@ -560,12 +615,13 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
 }
 
 Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call) {
-    if (!slots_ && size_ > 1)
+    if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;
     req.slot_call_ = true;
+    req.node_slot_call_ = false;
     if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
     req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
                     slot_reduction(args.collective, call));
@@ -577,13 +633,53 @@ Status Communicator::launch_slots(Request &req, const CollArgs &args, const Call
     return LOOM_SUCCESS;
 }
 
+Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const CallData &call,
+                                       const CachedPlan &plan) {
+    const bool alone = nodes_.ranks_on(nodes_.node_of[rank_]) == 1;
+    if (!alone && !slots_)
+        return fail(LOOM_ERR_INTERNAL, "node slots chosen for " + args.describe() + " without shared memory");
+    req.comm_ = this;
+    req.finished_ = false;
+    req.error_ = LOOM_SUCCESS;
+    req.slot_call_ = false;
+    req.node_slot_call_ = true;
+    req.exchanging_ = false;
+    req.thread_driven_ = false;  // its slot phases progress in the caller's calls
+    timed_plan_ = Route::kNoPlan;  // no transport times it
+    if (&req.args_ != &args) req.args_ = args;
+    if (req.program_ != plan.program) req.program_ = plan.program;
+    req.plan_id_ = plan.id;
+    req.reduce_ = slot_reduction(args.collective, call);
+    // Every rank takes the tag, so that tags stay equal everywhere; only
+    // the leaders' plan uses it.
+    req.tag_ = next_tag_;
+    next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
+    const size_t buffer = NodeSlotCall::buffer_bytes(req.args_);
+    take_spare(req.snapshot_, buffer);
+    req.snapshot_.resize(buffer);
+    const size_t scratch = plan.program->scratch_count * args.elem_size;
+    take_spare(req.scratch_, scratch);
+    req.scratch_.resize(scratch);
+    const uint64_t generation = alone ? 0 : slots_started_ + 1;
+    if (!alone) slots_started_ += 2;
+    req.node_slot_.begin(alone ? nullptr : slots_.get(), generation, req.args_, rank_, call.sendbuf, call.recvbuf,
+                         req.reduce_, req.snapshot_.data());
+    active_.push_back(&req);
+    // Published now when no earlier call is pending, as launch_slots does;
+    // a leader starts its plan at the request's next advance.
+    if (active_.size() == 1) req.node_slot_.advance(&slots_finished_);
+    return LOOM_SUCCESS;
+}
+
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
                             bool blocking) {
     const CachedPlan *plan = &planned;
     started_any_ = true;
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
     if (plan->algorithm->plan_free) return launch_slots(req, args, call);  // blocking ones: run_slots
+    if (plan->algorithm->node_slots) return launch_node_slots(req, args, call, *plan);
     req.slot_call_ = false;
+    req.node_slot_call_ = false;
     req.comm_ = this;
     req.finished_ = false;
     req.error_ = LOOM_SUCCESS;

@@ -14,6 +14,7 @@
 #include "node_map.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/params.hpp"
+#include "runtime/node_slot_call.hpp"
 #include "runtime/slot_call.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
@@ -90,6 +91,14 @@ class Request {
     // A call of a plan-free algorithm (the shared slots) runs here instead of an execution.
     bool slot_call_ = false;
     SlotCall slot_;
+    // A node_slots call: its slot phases here, its leaders' plan in execution_
+    // (tag_ and plan_id_ saved for it) once `exchanging_`.
+    bool node_slot_call_ = false;
+    NodeSlotCall node_slot_;
+    bool exchanging_ = false;
+    uint32_t tag_ = 0, plan_id_ = 0;
+    ReduceFn reduce_ = nullptr;
+    Status advance_node_slots();
     bool finished_ = false;
     Status error_ = LOOM_SUCCESS;
 };
@@ -170,6 +179,13 @@ class Communicator {
     // of node-aware algorithms depend on it.
     Status set_nodes(NodeMap nodes);
     const NodeMap &nodes() const { return nodes_; }
+    // Keeps the node_slots algorithms off: set-ups that find some node
+    // without the shared slots say so on every rank (before the first collective).
+    void forbid_node_slots() {
+        node_slots_allowed_ = false;
+        decide_node_slots();
+    }
+    bool node_slots_ready() const { return node_slots_ready_; }
 
     // Progresses every active request once.
     Status progress_all();
@@ -251,6 +267,8 @@ class Communicator {
     // The same for a nonblocking or persistent shared-slots call (its args
     // kept in the request); blocking ones go to run_slots.
     Status launch_slots(Request &req, const CollArgs &args, const CallData &call);
+    // The same for a node_slots call, blocking or not.
+    Status launch_node_slots(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan);
     // Between two polls of a shared-slots call that found a peer not
     // there yet: spin on our core, or give it away where ranks share cores.
     void wait_for_slots(uint32_t polls);
@@ -302,10 +320,15 @@ class Communicator {
     bool started_any_ = false;
     size_t persistent_requests_ = 0;  // alive: active_ keeps room for all of them
     int shared_memory_ranks_ = 1;
-    // Every rank's slots, when the node holds the whole communicator; the
-    // generations this rank started and finished; whether a wait for them
-    // yields the core (this node's ranks share cores, or Open MPI says so).
+    // The slots of this rank's node group (the whole communicator's when
+    // the node holds it); the generations this rank started and finished;
+    // whether a wait for them yields the core (this node's ranks share
+    // cores, or Open MPI says so).
     std::unique_ptr<SharedSlots> slots_;
+    std::vector<int> slot_group_;  // the node group's communicator ranks
+    bool node_slots_allowed_ = true;
+    bool node_slots_ready_ = false;  // CollArgs::node_slots
+    void decide_node_slots();
     uint64_t slots_started_ = 0, slots_finished_ = 0;
     bool slots_yield_ = false;
     bool engine_yields_ = false;  // the progress engine below yields by itself (Request::wait's rule)

@@ -78,6 +78,13 @@ Status setup_communicator_mpi(MPI_Comm comm, Communicator &c) {
         MPI_Comm_split(machine_node, labels[c.rank()], c.rank(), &setup.node);
         for (const TransportSetup &t : transport_setups()) t.set_up(setup, c);
         MPI_Comm_free(&setup.node);
+        // A node whose shared memory failed has no slots: then no node
+        // takes the node_slots algorithms, as selection must agree everywhere.
+        if (c.nodes().nodes() > 1) {
+            int ready = c.node_slots_ready() ? 1 : 0, everywhere = 0;
+            MPI_Allreduce(&ready, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+            if (!everywhere) c.forbid_node_slots();
+        }
     }
     MPI_Comm_free(&machine_node);
     return st;

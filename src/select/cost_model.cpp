@@ -323,6 +323,21 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
     return input * model.copy_us_per_byte + sync + read;
 }
 
+// The node slots' phases around the leaders' plan: the inputs copied into
+// the slots, a wait, the leader combining its node's, then the result's
+// wait and each rank's copy of its part.
+double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
+    const double k = a.nodes ? a.nodes->max_ranks_per_node() : 1;
+    const double input = static_cast<double>(a.input_count() * a.elem_size);
+    const bool reduces = a.collective != Collective::allgather;
+    const double combine = (k - 1) * input * (reduces ? model.reduce_us_per_byte : model.copy_us_per_byte);
+    const double result = a.collective == Collective::allgather ? input * a.nranks
+                          : a.collective == Collective::allreduce ? input
+                                                                   : input / a.nranks;
+    const double waits = k > 1 ? 2 * model.shared_memory.alpha_us : 0;
+    return input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte;
+}
+
 }  // namespace
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
@@ -337,7 +352,9 @@ Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostM
     programs.reserve(static_cast<size_t>(args.nranks));
     for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));
     Simulation sim(programs, args, model);
-    return sim.run(us);
+    LOOM_RETURN_IF_ERROR(sim.run(us));
+    if (algo.node_slots) *us += node_slots_phases_time(args, model);
+    return LOOM_SUCCESS;
 }
 
 }  // namespace loom

@@ -98,6 +98,14 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
         out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") on one node: shared slots";
         return LOOM_SUCCESS;
     }
+    const AlgorithmInfo *node_slots = node_slots_algorithm(c);
+    if (node_slots && static_cast<long long>(args.input_count() * args.elem_size) <= slots_max &&
+        node_slots->not_applicable(args).empty()) {
+        *out = Selection{};
+        out->algorithm = node_slots;
+        out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") across nodes: node slots";
+        return LOOM_SUCCESS;
+    }
     return default_selection(args, out, model_for(config));
 }
 
@@ -111,8 +119,8 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
     // No built-in rule can run the call: the model's fastest.
     double best = -1;
     for (const AlgorithmInfo *algo : algorithms_for(c)) {
-        // The shared slots' reach is slots_max_bytes, measured, not the model's.
-        if (algo->plan_free || !algo->not_applicable(args).empty()) continue;
+        // The slots' reach is slots_max_bytes, measured, not the model's.
+        if (algo->plan_free || algo->node_slots || !algo->not_applicable(args).empty()) continue;
         double us = -1;
         if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;
         if (!out->algorithm || (us >= 0 && (best < 0 || us < best))) {

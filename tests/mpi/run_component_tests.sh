@@ -139,10 +139,10 @@ fi
 # run, that together force each algorithm (or each restricted one) of every
 # collective: run i takes each collective's i-th, shorter lists wrapping.
 # With "across", not shared_slots, which runs within one node only (the
-# one-node runs force it).
+# one-node runs force it); without, not node_slots, which needs two nodes.
 rows() {
     echo "$algorithms" | awk -v only="${1:-}" -v across="${2:-}" '
-        NF == 3 && (only == "" || $3 == only) && !(across != "" && $2 == "shared_slots") {
+        NF == 3 && (only == "" || $3 == only) && $2 != (across != "" ? "shared_slots" : "node_slots") {
             if (!($1 in n)) { order[++k] = $1; n[$1] = 0 }
             list[$1, n[$1]++] = $2
         }
@@ -169,10 +169,10 @@ run_forced() {
         mca="$mca --mca coll_loom_${pair%%=*}_algorithm ${pair#*=}"
         names="$names${names:+/}${pair#*=}"
     done
-    # shared_slots hands inputs above 32 KiB to Open MPI's module, whose
+    # shared_slots and node_slots hand inputs above 32 KiB to Open MPI's module, whose
     # op/avx saturates 8-bit sums in Open MPI 4.1 (open-mpi/ompi#8045):
     # test_component's uint8 reduce_scatter would see 255 where the sum wraps.
-    case $row in *shared_slots*) mca="$mca --mca op ^avx" ;; esac
+    case $row in *shared_slots* | *node_slots*) mca="$mca --mca op ^avx" ;; esac
     run "$np" "$label$names" "$row" $mca "$@"
 }
 

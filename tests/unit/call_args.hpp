@@ -16,12 +16,13 @@ inline CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
     return a;
 }
 
-// The algorithms that build plans (every one but the shared slots, which
-// tests/unit/test_shared_slots.cpp checks on their own), all or of one collective.
+// The algorithms whose plan is the whole collective: every one but the
+// shared slots and the node slots, which tests/unit/test_shared_slots.cpp
+// checks with their slot phases; all or of one collective.
 inline std::vector<const AlgorithmInfo *> plan_algorithms(int collective = -1) {
     std::vector<const AlgorithmInfo *> out;
     for (const AlgorithmInfo *a : all_algorithms())
-        if (!a->plan_free && (collective < 0 || static_cast<int>(a->collective) == collective)) out.push_back(a);
+        if (!a->plan_free && !a->node_slots && (collective < 0 || static_cast<int>(a->collective) == collective)) out.push_back(a);
     return out;
 }
 

@@ -5,7 +5,9 @@
 // p-1, p, p+1 and a large odd one, in place and not; every (type, op) pair;
 // back-to-back calls, two communicators interleaved, nonblocking and
 // persistent calls completed in random order; and a mutation check that a
-// reader which ignores the generation is caught.
+// reader which ignores the generation is caught. The same for the node slots
+// (algorithm node_slots) on emulated nodes, each with its own inboxes, the
+// leaders' exchange over the in-process fabric: sizes 2-17 in two layouts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,37 +38,54 @@ bool reduces(Collective c) {
     return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce_scatter_block;
 }
 
-// p ranks of one node as threads: rank r's Communicator over the in-process
-// fabric with shared memory attached (none for one rank). `configure` sets
-// each rank's parameters (by default every collective forced to shared_slots).
+// p ranks as threads: rank r's Communicator over the in-process fabric,
+// with shared memory attached among the ranks of its node (none for a node
+// of one rank). `labels` gives each rank's node (empty: one node, no node
+// map); each collective is forced to `algorithm` where it has one (by
+// default shared_slots), unless comm() is told not to force.
 class Node {
   public:
-    explicit Node(int p) : p_(p), fabric_(p) {
+    explicit Node(int p, std::vector<int> labels = {}, std::string algorithm = "shared_slots")
+        : p_(p), labels_(std::move(labels)), algorithm_(std::move(algorithm)), fabric_(p) {
         geometry_.cells = 4;
         geometry_.cell_payload = 64;
-        if (p < 2) return;
-        for (int r = 0; r < p; ++r) {
-            inboxes_.push_back(SharedSegment::anonymous(shm_inbox_bytes(p, geometry_)));
-            shm_inbox_init(inboxes_.back()->data(), p, geometry_, 42);
+        map_ = labels_.empty() ? NodeMap::single_node(p) : NodeMap::from_labels(labels_);
+        inboxes_.resize(static_cast<size_t>(map_.nodes()));
+        for (int n = 0; n < map_.nodes(); ++n) {
+            const size_t k = map_.members[n].size();
+            if (k < 2) continue;
+            for (size_t j = 0; j < k; ++j) {
+                inboxes_[n].push_back(SharedSegment::anonymous(shm_inbox_bytes(k, geometry_)));
+                shm_inbox_init(inboxes_[n].back()->data(), k, geometry_, 42 + n);
+            }
         }
     }
     std::unique_ptr<Communicator> comm(int rank, bool force = true) {
         Config config;
         for (Collective c : kCollectives) {
-            if (!force) break;
-            EXPECT_EQ(config.set(std::string(collective_name(c)) + "_algorithm", "shared_slots"), LOOM_SUCCESS);
+            if (!force || !find_algorithm(c, algorithm_)) continue;
+            EXPECT_EQ(config.set(std::string(collective_name(c)) + "_algorithm", algorithm_), LOOM_SUCCESS);
+        }
+        // Every emulated node's threads share this machine's cores.
+        if (!labels_.empty()) {
+            EXPECT_EQ(config.set("slots_wait", "yield"), LOOM_SUCCESS);
         }
         auto comm = std::make_unique<Communicator>(fabric_.endpoint(rank), config);
-        if (p_ < 2) return comm;
+        if (!labels_.empty()) {
+            EXPECT_EQ(comm->set_nodes(map_), LOOM_SUCCESS) << last_error_message();
+        }
+        const int n = map_.node_of[rank];
+        const auto &members = map_.members[n];
+        if (members.size() < 2) return comm;
         SharedMemoryNode node;
-        node.local_ranks.resize(p_);
-        std::iota(node.local_ranks.begin(), node.local_ranks.end(), 0);
+        node.local_ranks = members;
         node.geometry = geometry_;
-        node.identity = 42;
-        node.own = inboxes_[rank]->another_mapping();
-        node.peers.resize(p_);
-        for (int i = 0; i < p_; ++i)
-            if (i != rank) node.peers[i] = inboxes_[i]->another_mapping();
+        node.identity = 42 + n;
+        const int local = map_.local_index[rank];
+        node.own = inboxes_[n][local]->another_mapping();
+        node.peers.resize(members.size());
+        for (size_t j = 0; j < members.size(); ++j)
+            if (static_cast<int>(j) != local) node.peers[j] = inboxes_[n][j]->another_mapping();
         EXPECT_EQ(comm->attach_shared_memory(std::move(node)), LOOM_SUCCESS) << last_error_message();
         return comm;
     }
@@ -80,9 +99,12 @@ class Node {
 
   private:
     int p_;
+    std::vector<int> labels_;
+    std::string algorithm_;
+    NodeMap map_;
     InProcessFabric fabric_;
     ShmGeometry geometry_;
-    std::vector<std::unique_ptr<SharedSegment>> inboxes_;
+    std::vector<std::vector<std::unique_ptr<SharedSegment>>> inboxes_;  // per node, by local index
 };
 
 // One call: its shape, every rank's input (from the type's generator) and
@@ -196,9 +218,12 @@ std::string check_output(const Case &c, int rank, const std::vector<unsigned cha
     return {};
 }
 
-// Counts 0, 1, p-1, p, p+1 and a large odd one that still fits the slots.
-std::vector<size_t> counts_for(Collective c, int p, size_t elem) {
-    const size_t per_count = (c == Collective::reduce_scatter_block || c == Collective::alltoall ? p : 1) * elem;
+// Counts 0, 1, p-1, p, p+1 and a large odd one that still fits the slots
+// (`whole_output`: allgather's whole output must fit them, as node_slots' result).
+std::vector<size_t> counts_for(Collective c, int p, size_t elem, bool whole_output = false) {
+    const bool per_rank = c == Collective::reduce_scatter_block || c == Collective::alltoall ||
+                          (whole_output && c == Collective::allgather);
+    const size_t per_count = (per_rank ? p : 1) * elem;
     size_t large = kSharedSlotsCapacity / per_count;
     if (c == Collective::reduce_scatter) large = kSharedSlotsCapacity / (elem * p);  // counts of about `count` each
     if (large % 2 == 0) --large;
@@ -209,9 +234,11 @@ std::vector<size_t> counts_for(Collective c, int p, size_t elem) {
     return counts;
 }
 
-// Runs every case on a node of p ranks, back to back, and returns the failures.
-std::vector<std::string> run_cases(int p, const std::vector<Case> &cases, bool force = true) {
-    Node node(p);
+// Runs every case on p ranks (one node, or nodes by `labels` with
+// `algorithm` forced), back to back, and returns the failures.
+std::vector<std::string> run_cases(int p, const std::vector<Case> &cases, bool force = true,
+                                   const std::vector<int> &labels = {}, const std::string &algorithm = "shared_slots") {
+    Node node(p, labels, algorithm);
     std::mutex mu;
     std::vector<std::string> failures;
     node.run([&](int rank) {
@@ -222,6 +249,9 @@ std::vector<std::string> run_cases(int p, const std::vector<Case> &cases, bool f
             std::string err;
             if (start_case(*comm, c, rank, in, out) != LOOM_SUCCESS) err = c.describe() + ": " + last_error_message();
             else err = check_output(c, rank, out);
+            if (err.empty() && force && comm->last_algorithm(c.collective) != algorithm &&
+                find_algorithm(c.collective, algorithm))
+                err = c.describe() + ": ran " + comm->last_algorithm(c.collective);
             if (!err.empty()) {
                 std::lock_guard<std::mutex> lock(mu);
                 failures.push_back(err);
@@ -296,8 +326,9 @@ TEST(SharedSlots, ChosenUpToSlotsMaxBytesByDefault) {
 
 // A rank that lags (sleeps before some calls) never reads a slot of another
 // generation: 400 back-to-back calls with fresh data each, no barrier.
-std::vector<std::string> back_to_back(int p, int calls) {
-    Node node(p);
+std::vector<std::string> back_to_back(int p, int calls, const std::vector<int> &labels = {},
+                                      const std::string &algorithm = "shared_slots") {
+    Node node(p, labels, algorithm);
     std::mutex mu;
     std::vector<std::string> failures;
     node.run([&](int rank) {
@@ -393,9 +424,10 @@ void wait_in_random_order(std::vector<std::unique_ptr<Request>> &reqs, const std
 
 // Eight nonblocking calls in flight (mixed collectives), each rank waiting
 // for them in its own random order; then persistent requests restarted.
-TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
-    for (int p : {2, 4, 7}) {
-        Node node(p);
+void nonblocking_and_persistent(int p, const std::vector<int> &labels = {},
+                                const std::string &algorithm = "shared_slots") {
+    {
+        Node node(p, labels, algorithm);
         std::mutex mu;
         std::vector<std::string> failures;
         node.run([&](int rank) {
@@ -449,6 +481,10 @@ TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
     }
 }
 
+TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
+    for (int p : {2, 4, 7}) nonblocking_and_persistent(p);
+}
+
 // Forced where it cannot run, the error says why and names the alternatives.
 TEST(SharedSlots, ForcedAboveTheirCapacityIsAClearError) {
     Node node(2);
@@ -464,6 +500,137 @@ TEST(SharedSlots, ForcedAboveTheirCapacityIsAClearError) {
         d.type = LOOM_INT64;
         EXPECT_EQ(comm->run(a, d), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
         EXPECT_NE(std::string(last_error_message()).find("above the slots'"), std::string::npos) << last_error_message();
+    });
+}
+
+// The node slots (algorithm node_slots): nodes by label, each with its own
+// inboxes; leaders exchange over the in-process fabric.
+
+// Two nodes of consecutive ranks, and ranks dealt round-robin to three
+// nodes (not consecutive; nodes of one rank at small p).
+std::vector<std::vector<int>> node_layouts(int p) {
+    std::vector<int> halves(p), dealt(p);
+    for (int r = 0; r < p; ++r) {
+        halves[r] = r < (p + 1) / 2 ? 0 : 1;
+        dealt[r] = r % 3;
+    }
+    if (p == 2) return {halves};  // dealt is the same
+    return {halves, dealt};
+}
+
+constexpr Collective kNodeSlotsCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
+                                                Collective::reduce_scatter_block, Collective::allgather};
+
+TEST(NodeSlots, EverySizeCountLayoutAndPlacementMatchesTheReference) {
+    std::vector<Combo> per_size;
+    for (const Combo &c : all_combos())
+        if (std::none_of(per_size.begin(), per_size.end(), [&](const Combo &k) { return k.type->size == c.type->size; }))
+            per_size.push_back(c);
+    size_t cases_run = 0;
+    for (int p = 2; p <= 17; ++p)
+        for (const auto &labels : node_layouts(p)) {
+            std::vector<Case> cases;
+            uint64_t seed = 1;
+            for (Collective coll : kNodeSlotsCollectives)
+                for (const Combo &combo : per_size)
+                    for (size_t count : counts_for(coll, p, combo.type->size, /*whole_output=*/true))
+                        for (bool in_place : {false, true}) {
+                            if (!reduces(coll) && combo.op != per_size[0].op) continue;
+                            cases.push_back({coll, p, count, in_place, combo, seed++});
+                        }
+            const auto failures = run_cases(p, cases, true, labels, "node_slots");
+            cases_run += cases.size();
+            for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
+            ASSERT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p;
+        }
+    RecordProperty("cases", static_cast<int>(cases_run));
+}
+
+TEST(NodeSlots, EveryTypeAndOpMatchesTheReference) {
+    const std::vector<std::pair<int, std::vector<int>>> layouts = {{5, {0, 1, 1, 0, 2}}, {6, {0, 0, 0, 1, 1, 1}}};
+    for (const auto &layout : layouts) {
+        const int p = layout.first;
+        std::vector<Case> cases;
+        uint64_t seed = 100;
+        for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::reduce_scatter_block})
+            for (const Combo &combo : all_combos())
+                for (bool in_place : {false, true}) cases.push_back({coll, p, static_cast<size_t>(p + 1), in_place, combo, seed++});
+        const auto failures = run_cases(p, cases, true, layout.second, "node_slots");
+        for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
+        ASSERT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p;
+    }
+}
+
+// Back to back with rank 1 (not a leader) lagging; alltoall, which has no
+// node_slots, runs a plan between them: tags and generations stay in step.
+TEST(NodeSlots, BackToBackCallsWithALaggingRank) {
+    for (const auto &layout : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 0, 1, 0, 2, 1}}) {
+        const int p = static_cast<int>(layout.size());
+        const auto failures = back_to_back(p, 400, layout, "node_slots");
+        EXPECT_TRUE(failures.empty()) << failures.size() << " failures at p=" << p << ", first: " << failures[0];
+    }
+}
+
+TEST(NodeSlots, AReaderIgnoringTheGenerationIsCaught) {
+    SharedSlots::ignore_generation_for_test = true;
+    const auto failures = back_to_back(4, 200, {0, 0, 1, 1}, "node_slots");
+    SharedSlots::ignore_generation_for_test = false;
+    EXPECT_FALSE(failures.empty()) << "200 calls with a lagging rank read no stale slot";
+}
+
+TEST(NodeSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
+    nonblocking_and_persistent(4, {0, 0, 1, 1}, "node_slots");
+    nonblocking_and_persistent(7, {0, 1, 2, 0, 1, 2, 0}, "node_slots");
+}
+
+// Without forcing: small inputs across nodes take the node slots, larger ones another algorithm.
+TEST(NodeSlots, ChosenUpToSlotsMaxBytesAcrossNodes) {
+    const int p = 4;
+    Node node(p, {0, 0, 1, 1});
+    node.run([&](int rank) {
+        auto comm = node.comm(rank, /*force=*/false);
+        const size_t limit = static_cast<size_t>(comm->config().integer(kParamSlotsMaxBytes));
+        for (size_t count : {size_t{1}, limit / 8, limit / 8 + 1}) {
+            std::vector<int64_t> in(count, rank + 1), out(count);
+            CollArgs a;
+            a.collective = Collective::allreduce;
+            a.count = count;
+            CallData d;
+            d.sendbuf = in.data();
+            d.recvbuf = out.data();
+            d.type = LOOM_INT64;
+            ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+            EXPECT_EQ(out[count - 1], p * (p + 1) / 2);
+            const bool slots = std::string(comm->last_algorithm(Collective::allreduce)) == "node_slots";
+            EXPECT_EQ(slots, count * 8 <= limit) << count << " elements went to " << comm->last_algorithm(Collective::allreduce);
+        }
+    });
+}
+
+// A node without the slots (its set-up failed, or said so) keeps every rank
+// off the node slots: forced, they are a clear error; by default another
+// algorithm runs.
+TEST(NodeSlots, OffEverywhereWhenANodeLacksThem) {
+    const int p = 4;
+    Node node(p, {0, 0, 1, 1}, "node_slots");
+    node.run([&](int rank) {
+        auto comm = node.comm(rank);
+        comm->forbid_node_slots();
+        std::vector<int64_t> in(3, rank + 1), out(3);
+        CollArgs a;
+        a.collective = Collective::allreduce;
+        a.count = in.size();
+        CallData d;
+        d.sendbuf = in.data();
+        d.recvbuf = out.data();
+        d.type = LOOM_INT64;
+        EXPECT_EQ(comm->run(a, d), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+        EXPECT_NE(std::string(last_error_message()).find("every node's ranks must share"), std::string::npos)
+            << last_error_message();
+        ASSERT_EQ(comm->config().set("allreduce_algorithm", "auto"), LOOM_SUCCESS);
+        ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+        EXPECT_EQ(out[2], p * (p + 1) / 2);
+        EXPECT_STRNE(comm->last_algorithm(Collective::allreduce), "node_slots");
     });
 }
 

@@ -33,11 +33,9 @@ std::unique_ptr<SharedSlots> make_shared_slots(Transport &shared_memory) {
     auto *t = dynamic_cast<SharedMemoryTransport *>(&shared_memory);
     if (!t) return nullptr;
     const SharedMemoryNode &node = t->node();
-    // Local index i must be communicator rank i: the node is the whole communicator.
-    if (node.local_ranks.size() != static_cast<size_t>(t->size())) return nullptr;
     const ShmGeometry &g = node.geometry;
     return std::make_unique<SharedSlots>(
-        t->rank(), t->size(), g.slot_bytes, slot_area_offset(node.local_ranks.size(), g),
+        static_cast<int>(t->own_index()), static_cast<int>(node.local_ranks.size()), g.slot_bytes, slot_area_offset(node.local_ranks.size(), g),
         [](void *context, size_t i) { return static_cast<SharedMemoryTransport *>(context)->inbox_of(i); }, t);
 }
 

@@ -27,8 +27,8 @@ class SharedSlots {
     // shows that the matrix catches it).
     static bool ignore_generation_for_test;
 
-    // `ranks` communicator ranks, all on this node (local index = rank);
-    // `inbox_of(i)` is rank i's inbox, or null while it does not exist yet.
+    // `ranks` ranks of one node, this one at local index `rank`;
+    // `inbox_of(i)` is local rank i's inbox, or null while it does not exist yet.
     SharedSlots(int rank, int ranks, size_t capacity, size_t area_offset,
                 unsigned char *(*inbox_of)(void *context, size_t i), void *context);
 
@@ -44,6 +44,10 @@ class SharedSlots {
     // Where this rank writes `bytes` for generation g.
     unsigned char *own_buffer(uint64_t g, size_t bytes) { return place(own_, g, bytes); }
     void publish(uint64_t g) { generation(own_, g)->store(g, std::memory_order_release); }
+    // A word published with generation g (bytes 8-15 of its line): set it
+    // before publish(g); read a peer's once peer_buffer(i, g) is not null.
+    void set_note(uint64_t g, uint64_t value) { note(own_, g)->store(value, std::memory_order_relaxed); }
+    uint64_t peer_note(int i, uint64_t g) const { return note(areas_[i], g)->load(std::memory_order_relaxed); }
     // Rank i's `bytes` of generation g once i has published them, else null.
     const unsigned char *peer_buffer(int i, uint64_t g, size_t bytes) {
         unsigned char *area = areas_[i];
@@ -57,6 +61,9 @@ class SharedSlots {
     // Line g % 2: the generation word, then the inline bytes.
     static std::atomic<uint64_t> *generation(unsigned char *area, uint64_t g) {
         return reinterpret_cast<std::atomic<uint64_t> *>(area + (g & 1) * kLineBytes);
+    }
+    static std::atomic<uint64_t> *note(unsigned char *area, uint64_t g) {
+        return reinterpret_cast<std::atomic<uint64_t> *>(area + (g & 1) * kLineBytes + sizeof(uint64_t));
     }
     unsigned char *place(unsigned char *area, uint64_t g, size_t bytes) const {
         if (bytes <= kInlineBytes) return area + (g & 1) * kLineBytes + kInlineOffset;
@@ -77,9 +84,10 @@ class SharedSlots {
     std::vector<unsigned char *> areas_;  // by rank: each one's slot area, once mapped
 };
 
-// The shared slots of a shared-memory transport (make_shared_memory_transport)
-// whose node holds every rank of its communicator; null otherwise. The
-// transport must outlive them.
+// The shared slots of a shared-memory transport's node group
+// (make_shared_memory_transport), indexed by local rank: the whole
+// communicator's when the node holds every rank. Null for another
+// transport. The transport must outlive them.
 std::unique_ptr<SharedSlots> make_shared_slots(Transport &shared_memory);
 
 }  // namespace loom

@@ -1,0 +1,114 @@
+#include "runtime/node_slot_call.hpp"
+
+#include <cstring>
+
+#include "node_map.hpp"
+
+namespace loom {
+namespace {
+
+size_t result_count(const CollArgs &a) {
+    return a.collective == Collective::allgather ? a.count * static_cast<size_t>(a.nranks) : a.input_count();
+}
+
+}  // namespace
+
+size_t NodeSlotCall::buffer_bytes(const CollArgs &a) {
+    const NodeMap &m = *a.nodes;
+    const size_t combined = a.collective == Collective::allgather
+                                ? a.count * static_cast<size_t>(m.max_ranks_per_node())
+                                : a.input_count();
+    return (combined + result_count(a)) * a.elem_size;
+}
+
+void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs &a, int rank, const void *sendbuf,
+                         void *recvbuf, ReduceFn reduce, unsigned char *buffer) {
+    const NodeMap &m = *a.nodes;
+    slots_ = slots;
+    generation_ = generation;
+    args_ = &a;
+    local_ = m.local_index[rank];
+    ranks_on_node_ = m.ranks_on(m.node_of[rank]);
+    output_ = static_cast<unsigned char *>(recvbuf);
+    input_ = !a.in_place ? static_cast<const unsigned char *>(sendbuf)
+             : a.collective == Collective::allgather ? output_ + a.in_place_input_offset(rank) * a.elem_size
+                                                     : output_;
+    reduce_ = reduce;
+    buffer_ = buffer;
+    input_bytes_ = a.input_count() * a.elem_size;
+    result_bytes_ = result_count(a) * a.elem_size;
+    size_t offset = 0, count = result_count(a);
+    if (a.collective == Collective::reduce_scatter) {
+        offset = 0;
+        for (int i = 0; i < rank; ++i) offset += a.recv_counts[i];
+        count = a.recv_counts[rank];
+    } else if (a.collective == Collective::reduce_scatter_block) {
+        offset = a.count * static_cast<size_t>(rank);
+        count = a.count;
+    }
+    part_offset_ = offset * a.elem_size;
+    part_bytes_ = count * a.elem_size;
+    stage_ = Stage::waiting;
+    published_ = false;
+    failed_ = false;
+    next_peer_ = 1;
+}
+
+unsigned char *NodeSlotCall::result() {
+    if (slots_) return slots_->own_buffer(generation_ + 1, result_bytes_);
+    const size_t combined = args_->collective == Collective::allgather
+                                ? args_->count * static_cast<size_t>(ranks_on_node_) * args_->elem_size
+                                : input_bytes_;
+    return buffer_ + combined;
+}
+
+NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
+    if (stage_ != Stage::waiting) return stage_;
+    if (slots_ && *finished + 1 != generation_) return stage_;  // an earlier call still uses the slots
+    if (local_ == 0) {
+        for (; next_peer_ < ranks_on_node_; ++next_peer_)
+            if (!slots_->peer_buffer(next_peer_, generation_, input_bytes_)) return stage_;
+        combine();
+        return stage_ = Stage::exchange;
+    }
+    if (!published_) {
+        std::memcpy(slots_->own_buffer(generation_, input_bytes_), input_, input_bytes_);
+        slots_->publish(generation_);
+        published_ = true;
+    }
+    const unsigned char *result = slots_->peer_buffer(0, generation_ + 1, result_bytes_);
+    if (!result) return stage_;
+    failed_ = slots_->peer_note(0, generation_ + 1) != 0;
+    if (!failed_) copy_part(result);
+    *finished = generation_ + 1;
+    return stage_ = Stage::done;
+}
+
+void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
+    failed_ = !ok;
+    if (slots_) {
+        slots_->set_note(generation_ + 1, ok ? 0 : 1);
+        slots_->publish(generation_ + 1);
+        *finished = generation_ + 1;
+    }
+    if (ok) copy_part(result());
+    stage_ = Stage::done;
+}
+
+// The leader's input and its node's, in local order: added up, or side by side.
+void NodeSlotCall::combine() {
+    const CollArgs &a = *args_;
+    auto from = [&](int j) { return j == 0 ? input_ : slots_->peer_buffer(j, generation_, input_bytes_); };
+    if (a.collective == Collective::allgather) {
+        for (int j = 0; j < ranks_on_node_; ++j) std::memcpy(buffer_ + j * input_bytes_, from(j), input_bytes_);
+        return;
+    }
+    std::memcpy(buffer_, input_, input_bytes_);
+    for (int j = 1; j < ranks_on_node_; ++j) reduce_(buffer_, from(j), a.input_count());
+}
+
+void NodeSlotCall::copy_part(const unsigned char *result) {
+    if (part_bytes_) std::memcpy(output_, result + part_offset_, part_bytes_);
+}
+
+}  // namespace loom
