@@ -120,10 +120,8 @@ const std::vector<ParamSpec> &param_table() {
         {kParamSlotsMaxBytes, "slots_max_bytes", ParamType::size, "4KiB", 4,
          "Largest input per rank (allreduce's vector, reduce_scatter's and alltoall's whole send buffer, "
          "allgather's block) that a collective among the ranks of one node runs through the shared slots "
-         "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), and across "
-         "nodes through the node slots (node_slots: the same within each node, messages only between the nodes' "
-         "leaders), unless a rules file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or "
-         "named by a rule",
+         "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), unless a rules "
+         "file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or named by a rule",
          0, 32768, Collective::allreduce},
         {kParamSlotsWait, "slots_wait", ParamType::choice, "auto", 5,
          "How a rank waits for the others in a shared-slots call: spin on their generation words; yield, giving "

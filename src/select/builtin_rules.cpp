@@ -7,13 +7,17 @@ namespace loom {
 // Within a collective the order is the precedence: several nodes, then one
 // node, then any communicator. Each rule names an algorithm that runs every
 // call its conditions admit (no restriction, or one they imply), so the
-// first matching rule decides. Rule indices are cited by
+// first matching rule decides; only the node slots' rules name one alone
+// that may not run (a node without Loom's shared memory): the next rule then does. Rule indices are cited by
 // docs/selection-defaults.md and tests/unit/test_selector.cpp: renumbering
 // means updating them.
 const char *builtin_rules_text() {
     return R"json({
   "comment": "Loom's built-in selection rules (loom-rules(5)); docs/selection-defaults.md cites them by index",
   "rules": [
+    {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "4KiB"],
+     "algorithm": ["node_slots"],
+     "note": "vector <= 4 KiB on several nodes: node sums on the shared slots, one network round"},
     {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "256KiB"],
      "algorithm": ["hier_leader", "recursive_doubling"],
      "note": "vector <= 256 KiB on several nodes: one leader per node on the network"},
@@ -74,6 +78,9 @@ const char *builtin_rules_text() {
      "algorithm": ["ring", "pairwise"],
      "note": "input > 64 KiB: bandwidth-bound"},
 
+    {"collective": "allgather", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 256],
+     "algorithm": ["node_slots"],
+     "note": "blocks <= 256 B on several nodes: the node's blocks on the shared slots, one network round"},
     {"collective": "allgather", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 256], "power_of_two": true,
      "algorithm": ["recursive_doubling", "hierarchical"],
      "note": "blocks <= 256 B on several nodes, power-of-two size: lg p rounds"},

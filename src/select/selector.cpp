@@ -98,14 +98,6 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
         out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") on one node: shared slots";
         return LOOM_SUCCESS;
     }
-    const AlgorithmInfo *node_slots = node_slots_algorithm(c);
-    if (node_slots && static_cast<long long>(args.input_count() * args.elem_size) <= slots_max &&
-        node_slots->not_applicable(args).empty()) {
-        *out = Selection{};
-        out->algorithm = node_slots;
-        out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") across nodes: node slots";
-        return LOOM_SUCCESS;
-    }
     return default_selection(args, out, model_for(config));
 }
 

@@ -130,51 +130,51 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
         const char *algorithm;
         size_t rule;
     } cases[] = {
-        {Collective::allreduce, 4, "nodes=2", false, 2, 4, "hier_leader", 0},
-        {Collective::allreduce, 4, "nodes=2", false, 1 << 16, 4, "hier_leader", 0},  // 256 KiB
-        {Collective::allreduce, 7, "0,0,0,1,1,2,2", false, 1, 8, "hier_leader", 0},
-        {Collective::allreduce, 4, "nodes=2", false, (1 << 16) + 1, 4, "hier_split", 1},
-        {Collective::allreduce, 4, "-", true, 2048, 4, "direct", 2},        // 8 KiB
-        {Collective::allreduce, 4, "-", true, 2049, 4, "rabenseifner", 3},  // hier_split needs a node map
-        {Collective::allreduce, 4, "", true, 2049, 4, "hier_split", 3},
-        {Collective::allreduce, 4, "", false, 2, 4, "recursive_doubling", 4},  // one node, no shared memory
-        {Collective::allreduce, 9, "-", true, 2, 4, "recursive_doubling", 4},
-        {Collective::allreduce, 4, "nodes=4", false, 4096, 4, "recursive_doubling", 4},  // one rank per node
-        {Collective::allreduce, 16, "-", false, 4097, 4, "rabenseifner", 5},
-        {Collective::allreduce, 16, "-", false, 1 << 17, 4, "rabenseifner", 5},  // 512 KiB
-        {Collective::allreduce, 8, "-", false, 1 << 20, 4, "rabenseifner", 6},
-        {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 7},  // 35 < 4 x 9 elements
-        {Collective::allreduce, 9, "-", false, 36, 65536, "ring", 8},
-        {Collective::allreduce, 16, "-", false, (1 << 17) + 1, 4, "ring", 8},
-        {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 9},  // 2 KiB input
-        {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 10},
-        {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 11},
-        {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 12},  // 64 KiB input
-        {Collective::reduce_scatter, 16, "-", true, 1025, 4, "ring", 13},
-        {Collective::reduce_scatter_block, 4, "nodes=2", false, 128, 4, "recursive_halving", 14},
-        {Collective::reduce_scatter_block, 6, "0,0,1,1,1,2", false, 100, 8, "hierarchical", 15},
-        {Collective::reduce_scatter_block, 8, "", true, 1 << 20, 1, "pairwise", 16},
-        {Collective::reduce_scatter_block, 4, "-", false, 4096, 4, "recursive_halving", 17},
-        {Collective::reduce_scatter_block, 4, "-", false, 4097, 4, "ring", 18},
-        {Collective::allgather, 4, "nodes=2", false, 64, 4, "recursive_doubling", 19},  // 256 B blocks
-        {Collective::allgather, 4, "nodes=2", false, 65, 4, "hierarchical", 20},
-        {Collective::allgather, 6, "nodes=3", false, 1, 1, "hierarchical", 20},  // not a power of two
-        {Collective::allgather, 6, "-", true, 1 << 20, 4, "direct", 21},
-        {Collective::allgather, 8, "-", false, 1 << 19, 4, "recursive_doubling", 22},  // 16 MiB result
-        {Collective::allgather, 4, "nodes=4", false, 100, 4, "recursive_doubling", 22},
-        {Collective::allgather, 16, "-", false, 1024, 4, "recursive_doubling", 23},  // 64 KiB result
-        {Collective::allgather, 12, "-", false, 5461, 1, "bruck", 24},
-        {Collective::allgather, 12, "-", false, 5462, 1, "ring", 25},  // 65544 B result
-        {Collective::allgather, 8, "-", false, (1 << 19) + 1, 4, "ring", 25},
-        {Collective::alltoall, 4, "nodes=2", false, 1 << 14, 4, "node_aggregation", 26},  // 64 KiB blocks
-        {Collective::alltoall, 9, "0,1,2,0,1,2,0,1,2", false, 1, 1, "node_aggregation", 26},
-        {Collective::alltoall, 4, "nodes=2", false, (1 << 14) + 1, 4, "pairwise", 27},
-        {Collective::alltoall, 5, "-", false, 64, 4, "bruck", 28},  // 256 B blocks
-        {Collective::alltoall, 4, "-", false, 64, 4, "scattered", 29},
-        {Collective::alltoall, 16, "-", false, 65, 4, "scattered", 29},
-        {Collective::alltoall, 4, "-", true, 1 << 18, 4, "scattered", 30},
-        {Collective::alltoall, 4, "-", false, 1 << 18, 4, "pairwise", 31},
-        {Collective::alltoall, 9, "-", true, (1 << 16) + 1, 4, "pairwise", 31},
+        {Collective::allreduce, 4, "nodes=2", false, 2, 4, "hier_leader", 1},
+        {Collective::allreduce, 4, "nodes=2", false, 1 << 16, 4, "hier_leader", 1},  // 256 KiB
+        {Collective::allreduce, 7, "0,0,0,1,1,2,2", false, 1, 8, "hier_leader", 1},
+        {Collective::allreduce, 4, "nodes=2", false, (1 << 16) + 1, 4, "hier_split", 2},
+        {Collective::allreduce, 4, "-", true, 2048, 4, "direct", 3},        // 8 KiB
+        {Collective::allreduce, 4, "-", true, 2049, 4, "rabenseifner", 4},  // hier_split needs a node map
+        {Collective::allreduce, 4, "", true, 2049, 4, "hier_split", 4},
+        {Collective::allreduce, 4, "", false, 2, 4, "recursive_doubling", 5},  // one node, no shared memory
+        {Collective::allreduce, 9, "-", true, 2, 4, "recursive_doubling", 5},
+        {Collective::allreduce, 4, "nodes=4", false, 4096, 4, "recursive_doubling", 5},  // one rank per node
+        {Collective::allreduce, 16, "-", false, 4097, 4, "rabenseifner", 6},
+        {Collective::allreduce, 16, "-", false, 1 << 17, 4, "rabenseifner", 6},  // 512 KiB
+        {Collective::allreduce, 8, "-", false, 1 << 20, 4, "rabenseifner", 7},
+        {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 8},  // 35 < 4 x 9 elements
+        {Collective::allreduce, 9, "-", false, 36, 65536, "ring", 9},
+        {Collective::allreduce, 16, "-", false, (1 << 17) + 1, 4, "ring", 9},
+        {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 10},  // 2 KiB input
+        {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 11},
+        {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 12},
+        {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 13},  // 64 KiB input
+        {Collective::reduce_scatter, 16, "-", true, 1025, 4, "ring", 14},
+        {Collective::reduce_scatter_block, 4, "nodes=2", false, 128, 4, "recursive_halving", 15},
+        {Collective::reduce_scatter_block, 6, "0,0,1,1,1,2", false, 100, 8, "hierarchical", 16},
+        {Collective::reduce_scatter_block, 8, "", true, 1 << 20, 1, "pairwise", 17},
+        {Collective::reduce_scatter_block, 4, "-", false, 4096, 4, "recursive_halving", 18},
+        {Collective::reduce_scatter_block, 4, "-", false, 4097, 4, "ring", 19},
+        {Collective::allgather, 4, "nodes=2", false, 64, 4, "recursive_doubling", 21},  // 256 B blocks
+        {Collective::allgather, 4, "nodes=2", false, 65, 4, "hierarchical", 22},
+        {Collective::allgather, 6, "nodes=3", false, 1, 1, "hierarchical", 22},  // not a power of two
+        {Collective::allgather, 6, "-", true, 1 << 20, 4, "direct", 23},
+        {Collective::allgather, 8, "-", false, 1 << 19, 4, "recursive_doubling", 24},  // 16 MiB result
+        {Collective::allgather, 4, "nodes=4", false, 100, 4, "recursive_doubling", 24},
+        {Collective::allgather, 16, "-", false, 1024, 4, "recursive_doubling", 25},  // 64 KiB result
+        {Collective::allgather, 12, "-", false, 5461, 1, "bruck", 26},
+        {Collective::allgather, 12, "-", false, 5462, 1, "ring", 27},  // 65544 B result
+        {Collective::allgather, 8, "-", false, (1 << 19) + 1, 4, "ring", 27},
+        {Collective::alltoall, 4, "nodes=2", false, 1 << 14, 4, "node_aggregation", 28},  // 64 KiB blocks
+        {Collective::alltoall, 9, "0,1,2,0,1,2,0,1,2", false, 1, 1, "node_aggregation", 28},
+        {Collective::alltoall, 4, "nodes=2", false, (1 << 14) + 1, 4, "pairwise", 29},
+        {Collective::alltoall, 5, "-", false, 64, 4, "bruck", 30},  // 256 B blocks
+        {Collective::alltoall, 4, "-", false, 64, 4, "scattered", 31},
+        {Collective::alltoall, 16, "-", false, 65, 4, "scattered", 31},
+        {Collective::alltoall, 4, "-", true, 1 << 18, 4, "scattered", 32},
+        {Collective::alltoall, 4, "-", false, 1 << 18, 4, "pairwise", 33},
+        {Collective::alltoall, 9, "-", true, (1 << 16) + 1, 4, "pairwise", 33},
     };
     for (const auto &x : cases) {
         CollArgs a = args(x.c, x.p, x.count, x.elem);
@@ -192,11 +192,42 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
     }
 }
 
+// Rules 0 and 20: the node slots where every node has them (CollArgs::node_slots),
+// up to 4 KiB allreduce vectors and 256 B allgather blocks; without them the next rule.
+TEST(Selector, BuiltInRulesTakeTheNodeSlotsWhereEveryNodeHasThem) {
+    NodeMap two;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &two), LOOM_SUCCESS);
+    const struct {
+        Collective c;
+        size_t count;
+        bool node_slots;
+        const char *algorithm;
+        size_t rule;
+    } cases[] = {
+        {Collective::allreduce, 1024, true, "node_slots", 0},  // 4 KiB of int32
+        {Collective::allreduce, 1025, true, "hier_leader", 1},
+        {Collective::allreduce, 1024, false, "hier_leader", 1},
+        {Collective::allgather, 64, true, "node_slots", 20},  // 256 B blocks
+        {Collective::allgather, 65, true, "hierarchical", 22},
+        {Collective::allgather, 64, false, "recursive_doubling", 21},
+        {Collective::reduce_scatter_block, 1, true, "recursive_halving", 15},
+    };
+    for (const auto &x : cases) {
+        CollArgs a = args(x.c, 4, x.count, 4);
+        a.nodes = &two;
+        a.node_slots = x.node_slots;
+        Selection s;
+        ASSERT_EQ(default_selection(a, &s), LOOM_SUCCESS) << a.describe();
+        EXPECT_STREQ(s.algorithm->name, x.algorithm) << a.describe() << ": " << s.why;
+        EXPECT_EQ(s.why.rfind("built-in rule " + std::to_string(x.rule) + ": ", 0), 0u) << s.why;
+    }
+}
+
 // The defaults are an ordinary rules document: it parses, every rule says
 // why, and as a user's rules file it makes the same choices.
 TEST(Selector, BuiltInRulesAreARulesFile) {
     const RuleSet &builtin = builtin_rules();
-    ASSERT_EQ(builtin.rules.size(), 32u);
+    ASSERT_EQ(builtin.rules.size(), 34u);
     EXPECT_EQ(builtin.path, "built-in rules");
     EXPECT_FALSE(builtin.model.has_value());
     for (const Rule &r : builtin.rules) {

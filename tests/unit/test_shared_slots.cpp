@@ -571,11 +571,15 @@ TEST(NodeSlots, BackToBackCallsWithALaggingRank) {
     }
 }
 
+// Both shapes: nodes of equal size (one slot round) and uneven ones (the leader's second round).
 TEST(NodeSlots, AReaderIgnoringTheGenerationIsCaught) {
-    SharedSlots::ignore_generation_for_test = true;
-    const auto failures = back_to_back(4, 200, {0, 0, 1, 1}, "node_slots");
-    SharedSlots::ignore_generation_for_test = false;
-    EXPECT_FALSE(failures.empty()) << "200 calls with a lagging rank read no stale slot";
+    for (const auto &layout : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 0, 1, 1, 1}}) {
+        SharedSlots::ignore_generation_for_test = true;
+        const auto failures = back_to_back(static_cast<int>(layout.size()), 200, layout, "node_slots");
+        SharedSlots::ignore_generation_for_test = false;
+        EXPECT_FALSE(failures.empty()) << "200 calls with a lagging rank read no stale slot on "
+                                       << layout.size() << " ranks";
+    }
 }
 
 TEST(NodeSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
@@ -583,26 +587,37 @@ TEST(NodeSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
     nonblocking_and_persistent(7, {0, 1, 2, 0, 1, 2, 0}, "node_slots");
 }
 
-// Without forcing: small inputs across nodes take the node slots, larger ones another algorithm.
-TEST(NodeSlots, ChosenUpToSlotsMaxBytesAcrossNodes) {
+// Without forcing, the built-in rules: allreduce vectors up to 4 KiB and
+// allgather blocks up to 256 B across nodes take the node slots, larger
+// ones another algorithm; reduce_scatter never does.
+TEST(NodeSlots, ChosenByTheBuiltInRulesAcrossNodes) {
     const int p = 4;
     Node node(p, {0, 0, 1, 1});
     node.run([&](int rank) {
         auto comm = node.comm(rank, /*force=*/false);
-        const size_t limit = static_cast<size_t>(comm->config().integer(kParamSlotsMaxBytes));
-        for (size_t count : {size_t{1}, limit / 8, limit / 8 + 1}) {
-            std::vector<int64_t> in(count, rank + 1), out(count);
+        const std::vector<std::pair<Collective, size_t>> calls = {
+            {Collective::allreduce, 1},          {Collective::allreduce, 512},      {Collective::allreduce, 513},
+            {Collective::allgather, 32},         {Collective::allgather, 33},       {Collective::reduce_scatter_block, 1}};
+        for (const auto &call : calls) {
+            const Collective c = call.first;
+            const size_t count = call.second;  // int64 elements: per rank for allgather and reduce_scatter_block
+            const size_t out_count = c == Collective::allgather ? count * p : count;
+            std::vector<int64_t> in(c == Collective::reduce_scatter_block ? count * p : count, rank + 1), out(out_count);
             CollArgs a;
-            a.collective = Collective::allreduce;
+            a.collective = c;
             a.count = count;
             CallData d;
             d.sendbuf = in.data();
             d.recvbuf = out.data();
             d.type = LOOM_INT64;
             ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
-            EXPECT_EQ(out[count - 1], p * (p + 1) / 2);
-            const bool slots = std::string(comm->last_algorithm(Collective::allreduce)) == "node_slots";
-            EXPECT_EQ(slots, count * 8 <= limit) << count << " elements went to " << comm->last_algorithm(Collective::allreduce);
+            const int64_t want = c == Collective::allgather ? p : p * (p + 1) / 2;  // allgather: the last rank's value
+            EXPECT_EQ(out[out_count - 1], want);
+            const bool slots = std::string(comm->last_algorithm(c)) == "node_slots";
+            const bool expected = (c == Collective::allreduce && count * 8 <= 4096) ||
+                                  (c == Collective::allgather && count * 8 <= 256);
+            EXPECT_EQ(slots, expected) << collective_name(c) << " of " << count << " elements went to "
+                                       << comm->last_algorithm(c);
         }
     });
 }
