@@ -1,20 +1,16 @@
-// Node slots: the node-aware algorithms with their node phases on the
-// shared slots instead of messages. Every rank but those the plan below
-// leaves out publishes its input in its node's slots, and the node's
-// inputs are combined from there (reductions: added in local order;
-// allgather: the node's blocks side by side). Then:
-//  - on nodes of equal size, every rank combines them and exchanges the
-//    combination with the ranks of the same local index on the other
-//    nodes (an allreduce of the node sums, or one message to each with the
-//    node's blocks): one slot round and one network round;
-//  - otherwise only the node's leader (local rank 0) combines and
-//    exchanges, and publishes the result in a second slot round, from
-//    which the node's other ranks copy their part.
-// The plan built here is that exchange alone (a rank outside it has an
-// empty program); runtime/node_slot_call.cpp runs the slot phases around
-// it. Every group of same-index ranks runs the same plan shape over the
-// same node sums, so every rank gets the same bits. For small inputs
-// across nodes: no message within a node.
+// Node slots: the node-aware leader algorithms with their node phases on the
+// shared slots instead of messages. A call takes two slot generations. In
+// the first, every rank but its node's leader (local rank 0) publishes its
+// input; the leader combines the node's inputs (reductions: added in local
+// order; allgather: the node's blocks in local order). The leaders then run
+// the plan built here: an allreduce of the node sums (allreduce,
+// reduce_scatter, reduce_scatter_block) or a direct exchange of the node's
+// blocks (allgather), into the leader's own slot. In the second generation
+// the leader publishes that result and each rank copies its part of it.
+// The plan is the leaders' exchange alone (other ranks' programs are empty);
+// runtime/node_slot_call.cpp runs the slot phases around it. For small
+// inputs across nodes: one message per leader pair or one small allreduce
+// among leaders, and no message within a node.
 #include "algorithms/compose.hpp"
 
 namespace loom {
@@ -39,34 +35,27 @@ std::string not_applicable(const CollArgs &a) {
     return {};
 }
 
-// The ranks that exchange with this one, by node: those of its local
-// index (nodes of equal size), else the leaders; empty when this rank
-// takes no part.
-std::vector<int> exchange_group(const CollArgs &a, const NodeView &v) {
-    const int index = a.nodes->uniform() ? v.local : 0;
-    if (v.local != index) return {};
-    std::vector<int> group;
-    for (int node = 0; node < v.map.nodes(); ++node) group.push_back(v.map.members[node][index]);
-    return group;
+std::vector<int> leaders_of(const NodeMap &m) {
+    std::vector<int> leaders;
+    for (int node = 0; node < m.nodes(); ++node) leaders.push_back(m.members[node][0]);
+    return leaders;
 }
 
 // Input: the node's sum; output: the sum of all nodes' sums.
 void build_reduction(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
-    const std::vector<int> group = exchange_group(a, v);
-    if (group.empty()) return;
+    if (v.local != 0) return;
     const size_t n = a.input_count();
-    build_sub_collective(b, sub_args(a, Collective::allreduce, v.map.nodes(), n, false), group, v.node,
+    build_sub_collective(b, sub_args(a, Collective::allreduce, v.map.nodes(), n, false), leaders_of(v.map), v.node,
                          input_slice(0, n), output_slice(0, n));
 }
 
 // Input: the node's blocks in local order; output: every rank's block at
-// its rank's place. Each rank of the group sends its node's blocks to every
-// other in one message.
+// its rank's place. Each leader sends its node's blocks to every other
+// leader in one message.
 void build_allgather(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
-    const std::vector<int> group = exchange_group(a, v);
-    if (group.empty()) return;
+    if (v.local != 0) return;
     const NodeMap &m = v.map;
     const size_t n = a.count;
     auto place = [&](int node, const Slice &blocks) {
@@ -76,39 +65,38 @@ void build_allgather(const CollArgs &a, int rank, ProgramBuilder &b) {
     place(v.node, input_slice(0, static_cast<size_t>(v.k) * n));
     for (int i = 1; i < m.nodes(); ++i) {
         const int to = (v.node + i) % m.nodes(), from = (v.node - i + m.nodes()) % m.nodes();
-        b.send(group[to], input_slice(0, static_cast<size_t>(v.k) * n));
+        b.send(m.members[to][0], input_slice(0, static_cast<size_t>(v.k) * n));
         const Slice landing = b.scratch(static_cast<size_t>(m.ranks_on(from)) * n);
-        b.recv(group[from], landing);
+        b.recv(m.members[from][0], landing);
         place(from, landing);
     }
 }
 
 constexpr const char *kRestrictions =
-    "two nodes or more, each node's ranks on Loom's shared memory; a rank's input and the result at most "
-    "32 KiB; host memory";
+    "two nodes or more, each node's ranks on Loom's shared memory; a rank's input and the node's result at "
+    "most 32 KiB; host memory";
 
 }  // namespace
 
 extern const AlgorithmInfo kAllreduceNodeSlots = {
     Collective::allreduce, "node_slots",
-    "each node adds its vectors on the shared slots, then the ranks of each local index (uneven nodes: the "
-    "leaders, whose nodes read the result from their slots) allreduce the node sums; for small vectors across nodes",
+    "each node adds its vectors on the shared slots, the node leaders allreduce the sums, each node reads the "
+    "result from its leader's slot; for small vectors across nodes",
     kRestrictions, not_applicable, build_reduction, false, false, true};
 extern const AlgorithmInfo kReduceScatterNodeSlots = {
     Collective::reduce_scatter, "node_slots",
-    "each node adds its inputs on the shared slots, then the ranks of each local index (uneven nodes: the "
-    "leaders, whose nodes read their blocks from their slots) allreduce the node sums; for small inputs across nodes",
+    "each node adds its inputs on the shared slots, the node leaders allreduce the sums, each rank reads its "
+    "block from its leader's slot; for small inputs across nodes",
     kRestrictions, not_applicable, build_reduction, false, false, true};
 extern const AlgorithmInfo kReduceScatterBlockNodeSlots = {
     Collective::reduce_scatter_block, "node_slots",
-    "each node adds its inputs on the shared slots, then the ranks of each local index (uneven nodes: the "
-    "leaders, whose nodes read their blocks from their slots) allreduce the node sums; for small inputs across nodes",
+    "each node adds its inputs on the shared slots, the node leaders allreduce the sums, each rank reads its "
+    "block from its leader's slot; for small inputs across nodes",
     kRestrictions, not_applicable, build_reduction, false, false, true};
 extern const AlgorithmInfo kAllgatherNodeSlots = {
     Collective::allgather, "node_slots",
-    "each node's blocks are read from the shared slots and sent in one message by each rank to the rank of its "
-    "local index on every other node (uneven nodes: by the leaders, whose nodes read the output from their "
-    "slots); for small blocks across nodes",
+    "each node's leader collects its node's blocks from the shared slots, sends them to every other leader in "
+    "one message, and its node reads the whole output from its slot; for small blocks across nodes",
     kRestrictions, not_applicable, build_allgather, false, false, true};
 
 const AlgorithmInfo *node_slots_algorithm(Collective c) {

@@ -661,12 +661,12 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
     take_spare(req.scratch_, scratch);
     req.scratch_.resize(scratch);
     const uint64_t generation = alone ? 0 : slots_started_ + 1;
-    if (!alone) slots_started_ += static_cast<uint64_t>(NodeSlotCall::generations(req.args_));
+    if (!alone) slots_started_ += 2;  // the node's inputs, then the leader's result
     req.node_slot_.begin(alone ? nullptr : slots_.get(), generation, req.args_, rank_, call.sendbuf, call.recvbuf,
                          req.reduce_, req.snapshot_.data());
     active_.push_back(&req);
     // Published now when no earlier call is pending, as launch_slots does;
-    // a rank of the exchange starts its plan at the request's next advance.
+    // a leader starts its plan at the request's next advance.
     if (active_.size() == 1) req.node_slot_.advance(&slots_finished_);
     return LOOM_SUCCESS;
 }

@@ -1,6 +1,5 @@
 #include "runtime/node_slot_call.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "node_map.hpp"
@@ -22,14 +21,11 @@ size_t NodeSlotCall::buffer_bytes(const CollArgs &a) {
     return (combined + result_count(a)) * a.elem_size;
 }
 
-int NodeSlotCall::generations(const CollArgs &a) { return a.nodes->uniform() ? 1 : 2; }
-
 void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs &a, int rank, const void *sendbuf,
                          void *recvbuf, ReduceFn reduce, unsigned char *buffer) {
     const NodeMap &m = *a.nodes;
     slots_ = slots;
     generation_ = generation;
-    generations_ = generations(a);
     args_ = &a;
     local_ = m.local_index[rank];
     ranks_on_node_ = m.ranks_on(m.node_of[rank]);
@@ -55,11 +51,11 @@ void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs
     stage_ = Stage::waiting;
     published_ = false;
     failed_ = false;
-    next_peer_ = 0;
+    next_peer_ = 1;
 }
 
 unsigned char *NodeSlotCall::result() {
-    if (slots_ && !combined_by_all()) return slots_->own_buffer(generation_ + 1, result_bytes_);
+    if (slots_) return slots_->own_buffer(generation_ + 1, result_bytes_);
     const size_t combined = args_->collective == Collective::allgather
                                 ? args_->count * static_cast<size_t>(ranks_on_node_) * args_->elem_size
                                 : input_bytes_;
@@ -69,20 +65,8 @@ unsigned char *NodeSlotCall::result() {
 NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
     if (stage_ != Stage::waiting) return stage_;
     if (slots_ && *finished + 1 != generation_) return stage_;  // an earlier call still uses the slots
-    if (combined_by_all()) {
-        if (slots_ && !published_) {
-            std::memcpy(slots_->own_buffer(generation_, input_bytes_), input_, input_bytes_);
-            slots_->publish(generation_);
-            published_ = true;
-        }
-        for (; slots_ && next_peer_ < ranks_on_node_; ++next_peer_)
-            if (next_peer_ != local_ && !slots_->peer_buffer(next_peer_, generation_, input_bytes_)) return stage_;
-        combine();
-        if (slots_) *finished = generation_;  // every peer's g is read: the slots are free for g + 1
-        return stage_ = Stage::exchange;
-    }
     if (local_ == 0) {
-        for (next_peer_ = std::max(next_peer_, 1); next_peer_ < ranks_on_node_; ++next_peer_)
+        for (; next_peer_ < ranks_on_node_; ++next_peer_)
             if (!slots_->peer_buffer(next_peer_, generation_, input_bytes_)) return stage_;
         combine();
         return stage_ = Stage::exchange;
@@ -102,7 +86,7 @@ NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
 
 void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
     failed_ = !ok;
-    if (slots_ && !combined_by_all()) {
+    if (slots_) {
         slots_->set_note(generation_ + 1, ok ? 0 : 1);
         slots_->publish(generation_ + 1);
         *finished = generation_ + 1;
@@ -111,15 +95,15 @@ void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
     stage_ = Stage::done;
 }
 
-// This rank's input and its node's, in local order: added up, or side by side.
+// The leader's input and its node's, in local order: added up, or side by side.
 void NodeSlotCall::combine() {
     const CollArgs &a = *args_;
-    auto from = [&](int j) { return j == local_ ? input_ : slots_->peer_buffer(j, generation_, input_bytes_); };
+    auto from = [&](int j) { return j == 0 ? input_ : slots_->peer_buffer(j, generation_, input_bytes_); };
     if (a.collective == Collective::allgather) {
         for (int j = 0; j < ranks_on_node_; ++j) std::memcpy(buffer_ + j * input_bytes_, from(j), input_bytes_);
         return;
     }
-    std::memcpy(buffer_, from(0), input_bytes_);
+    std::memcpy(buffer_, input_, input_bytes_);
     for (int j = 1; j < ranks_on_node_; ++j) reduce_(buffer_, from(j), a.input_count());
 }
 

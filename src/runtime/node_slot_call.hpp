@@ -1,19 +1,15 @@
-// The slot phases of one node_slots call (algorithms/node_slots.cpp).
-// On nodes of equal size a call takes one generation g of its node's slots:
-// every rank publishes its input, combines the node's once all published
-// (it has then read every peer's g, so it may publish g + 1 next), and runs
-// its part of the exchange plan (the Request runs it) from the combination
-// into its result buffer. On uneven nodes it takes g and g + 1:
+// The slot phases of one node_slots call (algorithms/node_slots.cpp). The
+// call takes generations g and g + 1 of its node's shared slots:
 //   g:     every rank but the leader (local rank 0) publishes its input;
-//          the leader combines the node's inputs and runs the leaders'
-//          plan into its own slot of g + 1;
+//          the leader combines the node's inputs, then runs the leaders'
+//          plan from them into its own slot of g + 1 (the Request runs it);
 //   g + 1: the leader publishes that result, with the plan's status beside
 //          the generation, and every other rank copies its part from there.
 // The generation rule of the shared slots holds: a rank publishes only once
 // it finished its previous generation, which for the others means having
 // read the leader's last result, and the leader writes g + 1 only after
 // every rank published g, that is after each read g - 1 from it.
-// A node of one rank has no slots: its rank works alone.
+// A node of one rank has no slots: its leader works alone.
 #pragma once
 #include <cstdint>
 
@@ -27,20 +23,18 @@ class NodeSlotCall {
   public:
     enum class Stage { waiting, exchange, done };
 
-    // Bytes of the buffer begin() needs: the combined input, and the result
-    // where the leader's slot does not hold it.
+    // Bytes of the buffer begin() needs: the leader's combined input, and
+    // its result where the node has no slots to hold it.
     static size_t buffer_bytes(const CollArgs &args);
-    // Generations of the node's slots a call takes: 1 on nodes of equal size, else 2.
-    static int generations(const CollArgs &args);
     // `args` (completed, with a node map) must outlive the call; `slots`
     // are the node's (null on a node of one rank); `buffer` has
     // buffer_bytes(args).
     void begin(SharedSlots *slots, uint64_t generation, const CollArgs &args, int rank, const void *sendbuf,
                void *recvbuf, ReduceFn reduce, unsigned char *buffer);
     // Moves the call on (`finished`: the last generation this rank
-    // finished). A rank of the exchange reaches `exchange` once the node's
-    // inputs are combined: its plan then runs from combined() into
-    // result(), and finish_exchange() ends the call. `done`: finished.
+    // finished). A leader reaches `exchange` once the node's inputs are
+    // combined: its plan then runs from combined() into result(), and
+    // finish_exchange() ends the call. `done`: finished.
     Stage advance(uint64_t *finished);
     const unsigned char *combined() const { return buffer_; }
     unsigned char *result();
@@ -51,11 +45,9 @@ class NodeSlotCall {
   private:
     void combine();
     void copy_part(const unsigned char *result);
-    bool combined_by_all() const { return generations_ == 1; }
 
     SharedSlots *slots_ = nullptr;
     uint64_t generation_ = 0;
-    int generations_ = 2;
     const CollArgs *args_ = nullptr;
     int local_ = 0, ranks_on_node_ = 1;
     const unsigned char *input_ = nullptr;
@@ -67,7 +59,7 @@ class NodeSlotCall {
     Stage stage_ = Stage::done;
     bool published_ = false;
     bool failed_ = false;
-    int next_peer_ = 0;  // a combining rank: local ranks below it have published
+    int next_peer_ = 1;  // the leader: local ranks below it have published
 };
 
 }  // namespace loom

@@ -15,9 +15,9 @@ const char *builtin_rules_text() {
     return R"json({
   "comment": "Loom's built-in selection rules (loom-rules(5)); docs/selection-defaults.md cites them by index",
   "rules": [
-    {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "4KiB"],
+    {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 512],
      "algorithm": ["node_slots"],
-     "note": "vector <= 4 KiB on several nodes: node sums on the shared slots, one network round"},
+     "note": "vector <= 512 B on several nodes: hier_leader with its node phases on the shared slots"},
     {"collective": "allreduce", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "256KiB"],
      "algorithm": ["hier_leader", "recursive_doubling"],
      "note": "vector <= 256 KiB on several nodes: one leader per node on the network"},
@@ -80,7 +80,7 @@ const char *builtin_rules_text() {
 
     {"collective": "allgather", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 256],
      "algorithm": ["node_slots"],
-     "note": "blocks <= 256 B on several nodes: the node's blocks on the shared slots, one network round"},
+     "note": "blocks <= 256 B on several nodes: the node's blocks on the shared slots, one message per leader pair"},
     {"collective": "allgather", "nodes": [2, null], "ppn": [2, null], "bytes": [0, 256], "power_of_two": true,
      "algorithm": ["recursive_doubling", "hierarchical"],
      "note": "blocks <= 256 B on several nodes, power-of-two size: lg p rounds"},

@@ -323,9 +323,9 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
     return input * model.copy_us_per_byte + sync + read;
 }
 
-// The node slots' phases around the exchange's plan: the inputs copied
-// into the slots, a wait, the node's inputs combined, then (uneven nodes)
-// the leader's result's wait, and each rank's copy of its part.
+// The node slots' phases around the leaders' plan: the inputs copied into
+// the slots, a wait, the leader combining its node's, then the result's
+// wait and each rank's copy of its part.
 double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
     const double k = a.nodes ? a.nodes->max_ranks_per_node() : 1;
     const double input = static_cast<double>(a.input_count() * a.elem_size);
@@ -334,8 +334,7 @@ double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
     const double result = a.collective == Collective::allgather ? input * a.nranks
                           : a.collective == Collective::allreduce ? input
                                                                    : input / a.nranks;
-    const bool uniform = !a.nodes || a.nodes->uniform();
-    const double waits = k > 1 ? (uniform ? 1 : 2) * model.shared_memory.alpha_us : 0;
+    const double waits = k > 1 ? 2 * model.shared_memory.alpha_us : 0;
     return input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte;
 }
 

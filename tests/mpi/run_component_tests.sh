@@ -291,7 +291,7 @@ for spec in "4 nodes=2 2" "5 0,1,1,0,2;rails=2 2"; do
         run_forced "$np" "topology $topo, " "$row" --mca coll_loom_topology "$topo"
     done 3<"$log.rows"
     run "$np" "topology $topo, default selection" \
-        "allreduce=hier_leader reduce_scatter=hierarchical allgather=hierarchical alltoall=node_aggregation" \
+        "allreduce=node_slots allreduce=hier_leader reduce_scatter=hierarchical allgather=node_slots allgather=hierarchical alltoall=node_aggregation" \
         --mca coll_loom_topology "$topo"
 done
 
@@ -304,7 +304,7 @@ if "$build/src/loom-info" --version | grep -q "built with:.* ucx"; then
         run_forced 4 "2 rails, topology nodes=2, " "$row" --mca coll_loom_topology nodes=2 \
             --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp
     done 3<"$log.rows"
-    run 4 "2 rails, topology nodes=2, default selection" "allreduce=hier_leader" \
+    run 4 "2 rails, topology nodes=2, default selection" "allreduce=node_slots allreduce=hier_leader" \
         --mca coll_loom_topology nodes=2 --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp
 fi
 

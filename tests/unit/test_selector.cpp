@@ -193,7 +193,7 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
 }
 
 // Rules 0 and 20: the node slots where every node has them (CollArgs::node_slots),
-// up to 4 KiB allreduce vectors and 256 B allgather blocks; without them the next rule.
+// up to 512 B allreduce vectors and 256 B allgather blocks; without them the next rule.
 TEST(Selector, BuiltInRulesTakeTheNodeSlotsWhereEveryNodeHasThem) {
     NodeMap two;
     ASSERT_EQ(NodeMap::parse("nodes=2", 4, &two), LOOM_SUCCESS);
@@ -204,9 +204,9 @@ TEST(Selector, BuiltInRulesTakeTheNodeSlotsWhereEveryNodeHasThem) {
         const char *algorithm;
         size_t rule;
     } cases[] = {
-        {Collective::allreduce, 1024, true, "node_slots", 0},  // 4 KiB of int32
-        {Collective::allreduce, 1025, true, "hier_leader", 1},
-        {Collective::allreduce, 1024, false, "hier_leader", 1},
+        {Collective::allreduce, 128, true, "node_slots", 0},  // 512 B of int32
+        {Collective::allreduce, 129, true, "hier_leader", 1},
+        {Collective::allreduce, 128, false, "hier_leader", 1},
         {Collective::allgather, 64, true, "node_slots", 20},  // 256 B blocks
         {Collective::allgather, 65, true, "hierarchical", 22},
         {Collective::allgather, 64, false, "recursive_doubling", 21},

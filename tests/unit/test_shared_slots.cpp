@@ -571,7 +571,6 @@ TEST(NodeSlots, BackToBackCallsWithALaggingRank) {
     }
 }
 
-// Both shapes: nodes of equal size (one slot round) and uneven ones (the leader's second round).
 TEST(NodeSlots, AReaderIgnoringTheGenerationIsCaught) {
     for (const auto &layout : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 0, 1, 1, 1}}) {
         SharedSlots::ignore_generation_for_test = true;
@@ -587,7 +586,7 @@ TEST(NodeSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
     nonblocking_and_persistent(7, {0, 1, 2, 0, 1, 2, 0}, "node_slots");
 }
 
-// Without forcing, the built-in rules: allreduce vectors up to 4 KiB and
+// Without forcing, the built-in rules: allreduce vectors up to 512 B and
 // allgather blocks up to 256 B across nodes take the node slots, larger
 // ones another algorithm; reduce_scatter never does.
 TEST(NodeSlots, ChosenByTheBuiltInRulesAcrossNodes) {
@@ -596,7 +595,7 @@ TEST(NodeSlots, ChosenByTheBuiltInRulesAcrossNodes) {
     node.run([&](int rank) {
         auto comm = node.comm(rank, /*force=*/false);
         const std::vector<std::pair<Collective, size_t>> calls = {
-            {Collective::allreduce, 1},          {Collective::allreduce, 512},      {Collective::allreduce, 513},
+            {Collective::allreduce, 1},          {Collective::allreduce, 64},       {Collective::allreduce, 65},
             {Collective::allgather, 32},         {Collective::allgather, 33},       {Collective::reduce_scatter_block, 1}};
         for (const auto &call : calls) {
             const Collective c = call.first;
@@ -614,7 +613,7 @@ TEST(NodeSlots, ChosenByTheBuiltInRulesAcrossNodes) {
             const int64_t want = c == Collective::allgather ? p : p * (p + 1) / 2;  // allgather: the last rank's value
             EXPECT_EQ(out[out_count - 1], want);
             const bool slots = std::string(comm->last_algorithm(c)) == "node_slots";
-            const bool expected = (c == Collective::allreduce && count * 8 <= 4096) ||
+            const bool expected = (c == Collective::allreduce && count * 8 <= 512) ||
                                   (c == Collective::allgather && count * 8 <= 256);
             EXPECT_EQ(slots, expected) << collective_name(c) << " of " << count << " elements went to "
                                        << comm->last_algorithm(c);
