@@ -218,6 +218,19 @@ std::string check_output(const Case &c, int rank, const std::vector<unsigned cha
     return {};
 }
 
+// A blocking call of `count` int64 elements (sum) from `in` into `out`.
+Status run_int64(Communicator &comm, Collective c, size_t count, const std::vector<int64_t> &in,
+                 std::vector<int64_t> &out) {
+    CollArgs a;
+    a.collective = c;
+    a.count = count;
+    CallData d;
+    d.sendbuf = in.data();
+    d.recvbuf = out.data();
+    d.type = LOOM_INT64;
+    return comm.run(a, d);
+}
+
 // Counts 0, 1, p-1, p, p+1 and a large odd one that still fits the slots
 // (`whole_output`: allgather's whole output must fit them, as node_slots' result).
 std::vector<size_t> counts_for(Collective c, int p, size_t elem, bool whole_output = false) {
@@ -309,14 +322,7 @@ TEST(SharedSlots, ChosenUpToSlotsMaxBytesByDefault) {
         const size_t limit = static_cast<size_t>(comm->config().integer(kParamSlotsMaxBytes));
         for (size_t count : {size_t{1}, limit / 8, limit / 8 + 1, size_t{20000}}) {
             std::vector<int64_t> in(count, rank + 1), out(count);
-            CollArgs a;
-            a.collective = Collective::allreduce;
-            a.count = count;
-            CallData d;
-            d.sendbuf = in.data();
-            d.recvbuf = out.data();
-            d.type = LOOM_INT64;
-            ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+            ASSERT_EQ(run_int64(*comm, Collective::allreduce, count, in, out), LOOM_SUCCESS) << last_error_message();
             EXPECT_EQ(out[count - 1], p * (p + 1) / 2);
             const bool slots = std::string(comm->last_algorithm(Collective::allreduce)) == "shared_slots";
             EXPECT_EQ(slots, count * 8 <= limit) << count << " elements went to " << comm->last_algorithm(Collective::allreduce);
@@ -491,14 +497,7 @@ TEST(SharedSlots, ForcedAboveTheirCapacityIsAClearError) {
     node.run([&](int rank) {
         auto comm = node.comm(rank);
         std::vector<int64_t> in(kSharedSlotsCapacity / 8 + 1), out(in.size());
-        CollArgs a;
-        a.collective = Collective::allreduce;
-        a.count = in.size();
-        CallData d;
-        d.sendbuf = in.data();
-        d.recvbuf = out.data();
-        d.type = LOOM_INT64;
-        EXPECT_EQ(comm->run(a, d), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+        EXPECT_EQ(run_int64(*comm, Collective::allreduce, in.size(), in, out), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
         EXPECT_NE(std::string(last_error_message()).find("above the slots'"), std::string::npos) << last_error_message();
     });
 }
@@ -602,14 +601,7 @@ TEST(NodeSlots, ChosenByTheBuiltInRulesAcrossNodes) {
             const size_t count = call.second;  // int64 elements: per rank for allgather and reduce_scatter_block
             const size_t out_count = c == Collective::allgather ? count * p : count;
             std::vector<int64_t> in(c == Collective::reduce_scatter_block ? count * p : count, rank + 1), out(out_count);
-            CollArgs a;
-            a.collective = c;
-            a.count = count;
-            CallData d;
-            d.sendbuf = in.data();
-            d.recvbuf = out.data();
-            d.type = LOOM_INT64;
-            ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+            ASSERT_EQ(run_int64(*comm, c, count, in, out), LOOM_SUCCESS) << last_error_message();
             const int64_t want = c == Collective::allgather ? p : p * (p + 1) / 2;  // allgather: the last rank's value
             EXPECT_EQ(out[out_count - 1], want);
             const bool slots = std::string(comm->last_algorithm(c)) == "node_slots";
@@ -631,18 +623,11 @@ TEST(NodeSlots, OffEverywhereWhenANodeLacksThem) {
         auto comm = node.comm(rank);
         comm->forbid_node_slots();
         std::vector<int64_t> in(3, rank + 1), out(3);
-        CollArgs a;
-        a.collective = Collective::allreduce;
-        a.count = in.size();
-        CallData d;
-        d.sendbuf = in.data();
-        d.recvbuf = out.data();
-        d.type = LOOM_INT64;
-        EXPECT_EQ(comm->run(a, d), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+        EXPECT_EQ(run_int64(*comm, Collective::allreduce, in.size(), in, out), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
         EXPECT_NE(std::string(last_error_message()).find("every node's ranks must share"), std::string::npos)
             << last_error_message();
         ASSERT_EQ(comm->config().set("allreduce_algorithm", "auto"), LOOM_SUCCESS);
-        ASSERT_EQ(comm->run(a, d), LOOM_SUCCESS) << last_error_message();
+        ASSERT_EQ(run_int64(*comm, Collective::allreduce, in.size(), in, out), LOOM_SUCCESS) << last_error_message();
         EXPECT_EQ(out[2], p * (p + 1) / 2);
         EXPECT_STRNE(comm->last_algorithm(Collective::allreduce), "node_slots");
     });
