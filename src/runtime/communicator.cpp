@@ -63,6 +63,13 @@ std::string progress_note(const CachedPlan &plan) {
                ", which the progress thread may not drive)";
     return "";
 }
+
+// A shared-slots call whose peer published another call's signature.
+std::string slot_mismatch(const CollArgs &args, int rank, int peer) {
+    return "shared slots: rank " + std::to_string(peer) + " made another call (collective, count, datatype or op) "
+           "where rank " + std::to_string(rank) + " made " + args.describe() +
+           "; every rank must make the same collective calls in the same order (the output is left untouched)";
+}
 }  // namespace
 
 Request::~Request() {
@@ -169,6 +176,11 @@ Status Request::advance() {
         if (slot_.advance(&comm_->slots_finished_)) {
             finished_ = true;
             erase_one(comm_->active_, this);
+            if (slot_.failed()) {
+                error_ = LOOM_ERR_INVALID_ARGUMENT;
+                error_message_ = slot_mismatch(args_, comm_->rank(), slot_.mismatched_rank());
+                return error_;
+            }
         }
         return LOOM_SUCCESS;
     }
@@ -589,15 +601,15 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
     // The buffers are this call's own: the general path's checks on them.
     if (k.has_input && (!recvbuf || (!in_place && (!sendbuf || sendbuf == recvbuf)))) return false;
     last_algorithm_[static_cast<int>(c)] = k.name;
-    *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce);
+    *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce, k.signature);
     return true;
 }
 
-Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce) {
+Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature) {
     if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
     SlotCall slot;
-    slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce);
+    slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce, signature);
     for (uint32_t polls = 0; !slot.advance(&slots_finished_); ++polls) {
         if (!active_.empty()) {
             Status st = progress_all();  // earlier nonblocking calls, ours among them
@@ -605,6 +617,7 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
         }
         wait_for_slots(polls);
     }
+    if (slot.failed()) return fail(LOOM_ERR_INVALID_ARGUMENT, slot_mismatch(args, rank_, slot.mismatched_rank()));
     return LOOM_SUCCESS;
 }
 
@@ -624,7 +637,7 @@ Status Communicator::launch_slots(Request &req, const CollArgs &args, const Call
     req.node_slot_call_ = false;
     if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
     req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
-                    slot_reduction(args.collective, call));
+                    slot_reduction(args.collective, call), SlotCall::call_signature(args, call.type, call.op));
     active_.push_back(&req);
     // Published now when no earlier call is pending: the peers can then
     // finish without waiting for this rank's next test. The request stays
@@ -827,13 +840,15 @@ Status Communicator::run(CollArgs args, const CallData &call) {
         const ReduceFn reduce = slot_reduction(args.collective, call);
         const bool repeatable = verbose < 2 && !threaded_ && deferred_.empty() && periodic_.empty();
         slot_shape_.valid = false;  // until this call has run
-        const Status st = run_slots(args, call, reduce);
+        const uint64_t signature = SlotCall::call_signature(args, call.type, call.op);
+        const Status st = run_slots(args, call, reduce, signature);
         if (st == LOOM_SUCCESS && repeatable) {
             slot_shape_.args = args;
             slot_shape_.type = call.type;
             slot_shape_.op = call.op;
             slot_shape_.reduce = reduce;
             slot_shape_.generation = config_.generation();
+            slot_shape_.signature = signature;
             slot_shape_.has_input = args.input_count() > 0;
             slot_shape_.name = plan->algorithm->name;
             slot_shape_.valid = true;

@@ -335,7 +335,7 @@ class Communicator {
     uint64_t slots_wait_generation_ = UINT64_MAX;  // the parameters' generation slots_yield_ was decided under
     // A blocking shared-slots call to completion on this thread (earlier
     // nonblocking ones are progressed while it waits for them).
-    Status run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce);
+    Status run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature);
     static ReduceFn slot_reduction(Collective c, const CallData &call);  // null for movements
     // The shape repeat_slots recognises: the last blocking shared-slots call's.
     struct SlotShape {
@@ -345,6 +345,7 @@ class Communicator {
         loom_op_t op = LOOM_SUM;
         ReduceFn reduce = nullptr;
         uint64_t generation = 0;  // the parameters'
+        uint64_t signature = 0;   // SlotCall::call_signature
         bool has_input = false;   // a nonzero count: the buffers must be there
         const char *name = nullptr;
     };

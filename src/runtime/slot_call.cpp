@@ -6,20 +6,42 @@
 namespace loom {
 
 bool SlotCall::all_published() {
-    for (; next_peer_ < slots_->size(); ++next_peer_)
+    for (; next_peer_ < slots_->size(); ++next_peer_) {
         if (!slots_->peer_buffer(next_peer_, generation_, bytes_)) return false;
+        if (mismatched_rank_ < 0 && slots_->peer_note(next_peer_, generation_) != signature_)
+            mismatched_rank_ = next_peer_;
+    }
     return true;
+}
+
+uint64_t SlotCall::call_signature(const CollArgs &a, int datatype, int op) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+    mix(static_cast<uint64_t>(a.collective));
+    const bool reduces = a.collective == Collective::allreduce || a.collective == Collective::reduce_scatter ||
+                         a.collective == Collective::reduce_scatter_block;
+    if (reduces) {  // the arithmetic depends on them
+        mix(a.count);
+        mix(static_cast<uint64_t>(datatype));
+        mix(static_cast<uint64_t>(op));
+        for (size_t c : a.recv_counts) mix(c);
+    } else {  // movements need only the same bytes
+        mix(a.count * a.elem_size);
+    }
+    return h;
 }
 
 bool SlotCall::advance_shared(uint64_t *finished) {
     if (!published_) {
         if (*finished + 1 != generation_) return false;  // an earlier call still reads the slots
         std::memcpy(slots_->own_buffer(generation_, bytes_), input_, bytes_);
+        slots_->set_note(generation_, signature_);
         slots_->publish(generation_);
         published_ = true;
     }
+    // Every peer's generation is read, mismatched or not: the slots may be reused.
     if (!all_published()) return false;
-    compute();
+    if (!failed()) compute();
     *finished = generation_;
     return true;
 }

@@ -17,10 +17,14 @@ namespace loom {
 class SlotCall {
   public:
     // `args` (completed: nranks, elem_size, in_place) must outlive the call.
+    // `signature` (call_signature) is published beside the generation: a
+    // peer that published another one made another call.
     void begin(SharedSlots *slots, uint64_t generation, const CollArgs &args, const void *sendbuf, void *recvbuf,
-               ReduceFn reduce) {
+               ReduceFn reduce, uint64_t signature) {
         slots_ = slots;
         generation_ = generation;
+        signature_ = signature;
+        mismatched_rank_ = -1;
         args_ = &args;
         output_ = static_cast<unsigned char *>(recvbuf);
         input_ = !args.in_place ? static_cast<const unsigned char *>(sendbuf)
@@ -45,6 +49,14 @@ class SlotCall {
     }
     // The bytes a rank publishes for `args`: its whole input.
     static size_t published_bytes(const CollArgs &args) { return args.input_count() * args.elem_size; }
+    // What every rank's call must agree on: the collective and, for a
+    // reduction, its counts, datatype and op, for a movement its bytes (not
+    // in place, which MPI asks of all ranks but the slots do not need).
+    static uint64_t call_signature(const CollArgs &args, int datatype, int op);
+    // Finished without an output: rank mismatched_rank() published another
+    // signature for this generation (the output buffer is untouched).
+    bool failed() const { return mismatched_rank_ >= 0; }
+    int mismatched_rank() const { return mismatched_rank_; }
 
   private:
     bool advance_shared(uint64_t *finished);
@@ -53,6 +65,8 @@ class SlotCall {
 
     SharedSlots *slots_ = nullptr;  // null: one rank, nothing shared
     uint64_t generation_ = 0;
+    uint64_t signature_ = 0;
+    int mismatched_rank_ = -1;
     const CollArgs *args_ = nullptr;
     const unsigned char *input_ = nullptr;
     unsigned char *output_ = nullptr;

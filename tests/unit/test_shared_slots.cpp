@@ -502,6 +502,53 @@ TEST(SharedSlots, ForcedAboveTheirCapacityIsAClearError) {
     });
 }
 
+// Ranks whose calls differ at the same generation (another collective,
+// count or datatype) all get an error naming the other rank, their outputs
+// untouched, blocking or not; the next matching call runs as usual. Without
+// the signature beside the generation they would compute from the
+// mismatched slots and return success.
+TEST(SharedSlots, RanksMakingDifferentCallsGetAClearError) {
+    const int p = 3;
+    for (int variant = 0; variant < 3; ++variant) {
+        Node node(p);
+        std::mutex mu;
+        std::vector<std::string> failures;
+        node.run([&](int rank) {
+            auto comm = node.comm(rank);
+            auto report = [&](const std::string &what) {
+                std::lock_guard<std::mutex> lock(mu);
+                failures.push_back("variant " + std::to_string(variant) + " rank " + std::to_string(rank) + ": " + what);
+            };
+            // Rank 2 makes the odd call: another count, another collective, or another datatype.
+            CollArgs a;
+            a.collective = rank == 2 && variant == 1 ? Collective::allgather : Collective::allreduce;
+            a.count = rank == 2 && variant == 0 ? 6 : 5;
+            std::vector<int64_t> in(6, rank + 1), out(6 * p, -7);
+            CallData d;
+            d.sendbuf = in.data();
+            d.recvbuf = out.data();
+            d.type = rank == 2 && variant == 2 ? LOOM_UINT64 : LOOM_INT64;
+            Status st;
+            if (variant == 1 && rank != 2) {  // nonblocking on the others here
+                std::unique_ptr<Request> req;
+                st = comm->start(a, d, &req);
+                if (st == LOOM_SUCCESS) st = req->wait();
+            } else {
+                st = comm->run(a, d);
+            }
+            const std::string message = last_error_message();
+            if (st != LOOM_ERR_INVALID_ARGUMENT) report("status " + std::to_string(st) + ": " + message);
+            if (message.find("made another call") == std::string::npos) report("message: " + message);
+            if (std::any_of(out.begin(), out.end(), [](int64_t v) { return v != -7; })) report("output was written");
+            // The same call everywhere afterwards: generations stay in step.
+            std::vector<int64_t> sum(5);
+            if (run_int64(*comm, Collective::allreduce, 5, in, sum) != LOOM_SUCCESS || sum[4] != p * (p + 1) / 2)
+                report("the next call: " + std::string(last_error_message()));
+        });
+        for (const std::string &f : failures) ADD_FAILURE() << f;
+    }
+}
+
 // The node slots (algorithm node_slots): nodes by label, each with its own
 // inboxes; leaders exchange over the in-process fabric.
 
