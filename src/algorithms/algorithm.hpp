@@ -41,6 +41,9 @@ const AlgorithmInfo &shared_slots_algorithm(Collective c);
 // The node slots' algorithm for `c` (node_slots.cpp); null for alltoall,
 // whose node result differs for every rank.
 const AlgorithmInfo *node_slots_algorithm(Collective c);
+// Elements a node leader publishes in a node_slots call: the whole reduced
+// vector (every rank's block of a reduce_scatter among them) or the whole output.
+size_t node_slots_result_count(const CollArgs &args);
 
 // For algorithms without restrictions.
 inline std::string always_applicable(const CollArgs &) { return {}; }

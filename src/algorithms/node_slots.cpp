@@ -16,19 +16,13 @@
 namespace loom {
 namespace {
 
-// Elements a leader publishes for the node: the whole reduced vector
-// (every rank's block of a reduce_scatter among them) or the whole output.
-size_t result_count(const CollArgs &a) {
-    return a.collective == Collective::allgather ? a.count * static_cast<size_t>(a.nranks) : a.input_count();
-}
-
 std::string not_applicable(const CollArgs &a) {
     if (a.memory != MemoryType::host) return "host memory only";
     const std::string map = needs_node_map(a);
     if (!map.empty()) return map;
     if (a.nodes->nodes() < 2) return "two nodes or more (on one node: shared_slots)";
     if (!a.node_slots) return "every node's ranks must share Loom's shared memory";
-    const size_t in = a.input_count() * a.elem_size, out = result_count(a) * a.elem_size;
+    const size_t in = a.input_count() * a.elem_size, out = node_slots_result_count(a) * a.elem_size;
     if (in > kSharedSlotsCapacity || out > kSharedSlotsCapacity)
         return "a rank's input (" + std::to_string(in) + " bytes) and the node's result (" + std::to_string(out) +
                " bytes) must fit the slots' " + std::to_string(kSharedSlotsCapacity);
@@ -98,6 +92,10 @@ extern const AlgorithmInfo kAllgatherNodeSlots = {
     "each node's leader collects its node's blocks from the shared slots, sends them to every other leader in "
     "one message, and its node reads the whole output from its slot; for small blocks across nodes",
     kRestrictions, not_applicable, build_allgather, false, false, true};
+
+size_t node_slots_result_count(const CollArgs &a) {
+    return a.collective == Collective::allgather ? a.count * static_cast<size_t>(a.nranks) : a.input_count();
+}
 
 const AlgorithmInfo *node_slots_algorithm(Collective c) {
     switch (c) {

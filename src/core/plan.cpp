@@ -237,6 +237,15 @@ size_t CollArgs::in_place_input_offset(int rank) const {
     return collective == Collective::allgather ? count * rank : 0;
 }
 
+CollArgs::Part CollArgs::reduced_part(int rank) const {
+    switch (collective) {
+        case Collective::reduce_scatter:
+            return {std::accumulate(recv_counts.begin(), recv_counts.begin() + rank, size_t{0}), recv_counts[rank]};
+        case Collective::reduce_scatter_block: return {count * static_cast<size_t>(rank), count};
+        default: return {0, count};
+    }
+}
+
 std::string CollArgs::describe() const {
     std::ostringstream o;
     o << collective_name(collective) << " p=" << nranks << " count=" << count;

@@ -215,6 +215,13 @@ struct CollArgs {
     size_t output_count(int rank) const;
     // Where an in-place call's input sits inside the output buffer.
     size_t in_place_input_offset(int rank) const;
+    // A reduction's output for `rank` within the reduced vector, in
+    // elements: its block (reduce_scatter, reduce_scatter_block), or the
+    // whole vector (allreduce).
+    struct Part {
+        size_t offset, count;
+    };
+    Part reduced_part(int rank) const;
     std::string describe() const;
 };
 

@@ -2,23 +2,17 @@
 
 #include <cstring>
 
+#include "algorithms/algorithm.hpp"
 #include "node_map.hpp"
 
 namespace loom {
-namespace {
-
-size_t result_count(const CollArgs &a) {
-    return a.collective == Collective::allgather ? a.count * static_cast<size_t>(a.nranks) : a.input_count();
-}
-
-}  // namespace
 
 size_t NodeSlotCall::buffer_bytes(const CollArgs &a) {
     const NodeMap &m = *a.nodes;
     const size_t combined = a.collective == Collective::allgather
                                 ? a.count * static_cast<size_t>(m.max_ranks_per_node())
                                 : a.input_count();
-    return (combined + result_count(a)) * a.elem_size;
+    return (node_slots_result_count(a) + combined) * a.elem_size;
 }
 
 void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs &a, int rank, const void *sendbuf,
@@ -36,18 +30,12 @@ void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs
     reduce_ = reduce;
     buffer_ = buffer;
     input_bytes_ = a.input_count() * a.elem_size;
-    result_bytes_ = result_count(a) * a.elem_size;
-    size_t offset = 0, count = result_count(a);
-    if (a.collective == Collective::reduce_scatter) {
-        offset = 0;
-        for (int i = 0; i < rank; ++i) offset += a.recv_counts[i];
-        count = a.recv_counts[rank];
-    } else if (a.collective == Collective::reduce_scatter_block) {
-        offset = a.count * static_cast<size_t>(rank);
-        count = a.count;
-    }
-    part_offset_ = offset * a.elem_size;
-    part_bytes_ = count * a.elem_size;
+    result_bytes_ = node_slots_result_count(a) * a.elem_size;
+    // allgather: every rank's output is the whole result.
+    const CollArgs::Part part = a.collective == Collective::allgather ? CollArgs::Part{0, node_slots_result_count(a)}
+                                                                      : a.reduced_part(rank);
+    part_offset_ = part.offset * a.elem_size;
+    part_bytes_ = part.count * a.elem_size;
     stage_ = Stage::waiting;
     published_ = false;
     failed_ = false;
@@ -55,11 +43,7 @@ void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs
 }
 
 unsigned char *NodeSlotCall::result() {
-    if (slots_) return slots_->own_buffer(generation_ + 1, result_bytes_);
-    const size_t combined = args_->collective == Collective::allgather
-                                ? args_->count * static_cast<size_t>(ranks_on_node_) * args_->elem_size
-                                : input_bytes_;
-    return buffer_ + combined;
+    return slots_ ? slots_->own_buffer(generation_ + 1, result_bytes_) : buffer_;
 }
 
 NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
@@ -99,12 +83,13 @@ void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
 void NodeSlotCall::combine() {
     const CollArgs &a = *args_;
     auto from = [&](int j) { return j == 0 ? input_ : slots_->peer_buffer(j, generation_, input_bytes_); };
+    unsigned char *to = buffer_ + result_bytes_;  // combined()
     if (a.collective == Collective::allgather) {
-        for (int j = 0; j < ranks_on_node_; ++j) std::memcpy(buffer_ + j * input_bytes_, from(j), input_bytes_);
+        for (int j = 0; j < ranks_on_node_; ++j) std::memcpy(to + j * input_bytes_, from(j), input_bytes_);
         return;
     }
-    std::memcpy(buffer_, input_, input_bytes_);
-    for (int j = 1; j < ranks_on_node_; ++j) reduce_(buffer_, from(j), a.input_count());
+    std::memcpy(to, input_, input_bytes_);
+    for (int j = 1; j < ranks_on_node_; ++j) reduce_(to, from(j), a.input_count());
 }
 
 void NodeSlotCall::copy_part(const unsigned char *result) {

@@ -23,8 +23,8 @@ class NodeSlotCall {
   public:
     enum class Stage { waiting, exchange, done };
 
-    // Bytes of the buffer begin() needs: the leader's combined input, and
-    // its result where the node has no slots to hold it.
+    // Bytes of the buffer begin() needs: room for the result (used where
+    // the node has no slots to hold it), then the leader's combined input.
     static size_t buffer_bytes(const CollArgs &args);
     // `args` (completed, with a node map) must outlive the call; `slots`
     // are the node's (null on a node of one rank); `buffer` has
@@ -36,7 +36,7 @@ class NodeSlotCall {
     // combined: its plan then runs from combined() into result(), and
     // finish_exchange() ends the call. `done`: finished.
     Stage advance(uint64_t *finished);
-    const unsigned char *combined() const { return buffer_; }
+    const unsigned char *combined() const { return buffer_ + result_bytes_; }
     unsigned char *result();
     void finish_exchange(bool ok, uint64_t *finished);
     // The call ended without a result: the leaders' exchange failed.
@@ -53,7 +53,7 @@ class NodeSlotCall {
     const unsigned char *input_ = nullptr;
     unsigned char *output_ = nullptr;
     ReduceFn reduce_ = nullptr;
-    unsigned char *buffer_ = nullptr;
+    unsigned char *buffer_ = nullptr;  // buffer_bytes(): the result's room, then the combined input
     size_t input_bytes_ = 0, result_bytes_ = 0;
     size_t part_offset_ = 0, part_bytes_ = 0;  // this rank's output within the result
     Stage stage_ = Stage::done;

@@ -58,14 +58,7 @@ void SlotCall::compute() {
     const int me = slots_ ? slots_->rank() : 0;
     const size_t elem = a.elem_size;
     auto from = [&](int i) -> const unsigned char * { return slots_ ? slots_->peer_buffer(i, generation_, bytes_) : input_; };
-    // The reductions' block: the whole vector, or this rank's part of it.
-    size_t offset = 0, count = a.count;
     switch (a.collective) {
-        case Collective::reduce_scatter:
-            for (int i = 0; i < me; ++i) offset += a.recv_counts[i];
-            count = a.recv_counts[me];
-            break;
-        case Collective::reduce_scatter_block: offset = a.count * me; break;
         case Collective::allgather:
             for (int i = 0; i < p; ++i)
                 if (!(a.in_place && i == me)) std::memcpy(output_ + i * a.count * elem, from(i), a.count * elem);
@@ -76,12 +69,14 @@ void SlotCall::compute() {
                 if (block != output_ + i * a.count * elem) std::memcpy(output_ + i * a.count * elem, block, a.count * elem);
             }
             return;
-        case Collective::allreduce: break;
+        default: break;
     }
-    const size_t bytes = count * elem;
-    const unsigned char *first = from(0) + offset * elem;
+    // The reductions' block: the whole vector, or this rank's part of it.
+    const CollArgs::Part part = a.reduced_part(me);
+    const size_t bytes = part.count * elem;
+    const unsigned char *first = from(0) + part.offset * elem;
     if (first != output_ && bytes) std::memmove(output_, first, bytes);  // one rank in place: the same bytes
-    for (int i = 1; i < p; ++i) reduce_(output_, from(i) + offset * elem, count);
+    for (int i = 1; i < p; ++i) reduce_(output_, from(i) + part.offset * elem, part.count);
 }
 
 }  // namespace loom
