@@ -160,9 +160,8 @@ Status Request::advance_node_slots() {
         node_slot_.finish_exchange(error_ == LOOM_SUCCESS, &finished);
         exchanging_ = false;
     } else if (node_slot_.failed()) {
-        error_ = LOOM_ERR_TRANSPORT;
+        error_ = LOOM_ERR_TRANSPORT;  // result() reports it to the caller
         error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
-        fail(error_, error_message_);
     }
     finished_ = true;
     erase_one(comm_->active_, this);
@@ -435,7 +434,8 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
                     engine};
     if (!sel.algorithm->plan_free) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
-    if (a.progress_thread && !sel.algorithm->plan_free && !sel.algorithm->node_slots) {  // the slots progress in the caller's calls
+    // The slots progress in the caller's calls, not the thread's.
+    if (a.progress_thread && !sel.algorithm->plan_free && !sel.algorithm->node_slots) {
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
@@ -630,11 +630,7 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
 Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call) {
     if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
-    req.comm_ = this;
-    req.finished_ = false;
-    req.error_ = LOOM_SUCCESS;
-    req.slot_call_ = true;
-    req.node_slot_call_ = false;
+    req.arm(this, /*slot_call=*/true, /*node_slot_call=*/false);
     if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
     req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
                     slot_reduction(args.collective, call), SlotCall::call_signature(args, call.type, call.op));
@@ -651,11 +647,7 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
     const bool alone = nodes_.ranks_on(nodes_.node_of[rank_]) == 1;
     if (!alone && !slots_)
         return fail(LOOM_ERR_INTERNAL, "node slots chosen for " + args.describe() + " without shared memory");
-    req.comm_ = this;
-    req.finished_ = false;
-    req.error_ = LOOM_SUCCESS;
-    req.slot_call_ = false;
-    req.node_slot_call_ = true;
+    req.arm(this, /*slot_call=*/false, /*node_slot_call=*/true);
     req.exchanging_ = false;
     req.thread_driven_ = false;  // its slot phases progress in the caller's calls
     timed_plan_ = Route::kNoPlan;  // no transport times it
@@ -691,11 +683,7 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
     if (plan->algorithm->plan_free) return launch_slots(req, args, call);  // blocking ones: run_slots
     if (plan->algorithm->node_slots) return launch_node_slots(req, args, call, *plan);
-    req.slot_call_ = false;
-    req.node_slot_call_ = false;
-    req.comm_ = this;
-    req.finished_ = false;
-    req.error_ = LOOM_SUCCESS;
+    req.arm(this, /*slot_call=*/false, /*node_slot_call=*/false);
     if (req.program_ != plan->program) req.program_ = plan->program;  // keeps it alive; no refcount churn in loops
     ExecutionBuffers eb;
     eb.plan = plan->id;

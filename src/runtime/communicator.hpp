@@ -76,6 +76,14 @@ class Request {
   private:
     friend class Communicator;
     Status advance();  // progresses this request only
+    // Re-armed for a new call on `comm`: running, no error, of the kind given.
+    void arm(Communicator *comm, bool slot_call, bool node_slot_call) {
+        comm_ = comm;
+        finished_ = false;
+        error_ = LOOM_SUCCESS;
+        slot_call_ = slot_call;
+        node_slot_call_ = node_slot_call;
+    }
     Status result() const;  // error_ and its message, in the calling thread's last error
     Communicator *comm_ = nullptr;  // null once the communicator is freed
     bool thread_driven_ = false;    // the progress thread advances it too

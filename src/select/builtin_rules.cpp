@@ -8,9 +8,9 @@ namespace loom {
 // node, then any communicator. Each rule names an algorithm that runs every
 // call its conditions admit (no restriction, or one they imply), so the
 // first matching rule decides; only the node slots' rules name one alone
-// that may not run (a node without Loom's shared memory): the next rule then does. Rule indices are cited by
-// docs/selection-defaults.md and tests/unit/test_selector.cpp: renumbering
-// means updating them.
+// that may not run (a node without Loom's shared memory): the next rule
+// then does. Rule indices are cited by docs/selection-defaults.md and
+// tests/unit/test_selector.cpp: renumbering means updating them.
 const char *builtin_rules_text() {
     return R"json({
   "comment": "Loom's built-in selection rules (loom-rules(5)); docs/selection-defaults.md cites them by index",

@@ -111,7 +111,7 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
     // No built-in rule can run the call: the model's fastest.
     double best = -1;
     for (const AlgorithmInfo *algo : algorithms_for(c)) {
-        // The slots' reach is slots_max_bytes, measured, not the model's.
+        // The slots' reach is measured (slots_max_bytes, the built-in rules), not the model's.
         if (algo->plan_free || algo->node_slots || !algo->not_applicable(args).empty()) continue;
         double us = -1;
         if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;

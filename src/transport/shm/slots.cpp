@@ -34,8 +34,9 @@ std::unique_ptr<SharedSlots> make_shared_slots(Transport &shared_memory) {
     if (!t) return nullptr;
     const SharedMemoryNode &node = t->node();
     const ShmGeometry &g = node.geometry;
+    const size_t ranks = node.local_ranks.size();
     return std::make_unique<SharedSlots>(
-        static_cast<int>(t->own_index()), static_cast<int>(node.local_ranks.size()), g.slot_bytes, slot_area_offset(node.local_ranks.size(), g),
+        static_cast<int>(t->own_index()), static_cast<int>(ranks), g.slot_bytes, slot_area_offset(ranks, g),
         [](void *context, size_t i) { return static_cast<SharedMemoryTransport *>(context)->inbox_of(i); }, t);
 }
 
