@@ -191,6 +191,28 @@ static inline void mca_coll_loom_count_call(enum coll_loom_collective c, size_t 
     if (algorithm) mca_coll_loom_count_algorithm(c, algorithm);
 }
 void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fallback why);
+
+/* coll_loom_staging.c: the module below never sees a device buffer. These
+ * run its blocking call on host copies of the device buffers (or on the
+ * buffers as given when none is on the device). */
+typedef struct {
+    char *user, *host;
+    ptrdiff_t gap;
+    size_t span;
+} coll_loom_stage_t;
+bool mca_coll_loom_on_device(const void *buf);
+/* A persistent call on device buffers that Loom does not take: refused
+ * with a message (the module below would be handed device memory). */
+int mca_coll_loom_persistent_on_device(enum coll_loom_collective c);
+uint64_t mca_coll_loom_staged_fallbacks(enum coll_loom_collective c);
+int mca_coll_loom_below_reduce(enum coll_loom_collective c, mca_coll_base_module_allreduce_fn_t fn,
+                               mca_coll_base_module_t *below, COLL_LOOM_PARAMS_REDUCE,
+                               struct ompi_communicator_t *comm);
+int mca_coll_loom_below_reduce_v(enum coll_loom_collective c, mca_coll_base_module_reduce_scatter_fn_t fn,
+                                 mca_coll_base_module_t *below, COLL_LOOM_PARAMS_REDUCE_V,
+                                 struct ompi_communicator_t *comm);
+int mca_coll_loom_below_move(enum coll_loom_collective c, mca_coll_base_module_allgather_fn_t fn,
+                             mca_coll_base_module_t *below, COLL_LOOM_PARAMS_MOVE, struct ompi_communicator_t *comm);
 void mca_coll_loom_print_stats(loom_comm_t world);
 
 /* requests: nonblocking and persistent collectives */

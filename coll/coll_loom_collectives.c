@@ -153,6 +153,15 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
 #define COLL_LOOM_RANKS_1 (size_t)1
 #define COLL_LOOM_RANKS_P (size_t) ompi_comm_size(comm)
 
+/* The module below's blocking call, device buffers staged (coll_loom_staging.c). */
+#define COLL_LOOM_BELOW_REDUCE mca_coll_loom_below_reduce
+#define COLL_LOOM_BELOW_REDUCE_V mca_coll_loom_below_reduce_v
+#define COLL_LOOM_BELOW_MOVE mca_coll_loom_below_move
+/* Any buffer of the call on the device. */
+#define COLL_LOOM_ON_DEVICE_REDUCE (mca_coll_loom_on_device(sbuf) || mca_coll_loom_on_device(rbuf))
+#define COLL_LOOM_ON_DEVICE_REDUCE_V COLL_LOOM_ON_DEVICE_REDUCE
+#define COLL_LOOM_ON_DEVICE_MOVE COLL_LOOM_ON_DEVICE_REDUCE
+
 /* ------------------------------------------------------------------ */
 /* the common paths, one per form */
 
@@ -171,7 +180,8 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         } else {                                                                                \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                \
         }                                                                                       \
-        return m->previous.name(COLL_LOOM_ARGS_##shape, comm, m->previous.name##_module);       \
+        return COLL_LOOM_BELOW_##shape(COLL_LOOM_##NAME, m->previous.name, m->previous.name##_module, \
+                                       COLL_LOOM_ARGS_##shape, comm);                                 \
     }
 
 /* Nonblocking (started now) and persistent (started by MPI_Start, checked
@@ -181,7 +191,7 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
  * it picks whether the module below is passed info. */
 #define COLL_LOOM_INFO_ARG_false
 #define COLL_LOOM_INFO_ARG_true info,
-#define COLL_LOOM_REQUEST_BODY(slot, NAME, shape, in_place, persistent)                                        \
+#define COLL_LOOM_REQUEST_BODY(name, slot, NAME, shape, in_place, persistent)                                  \
     {                                                                                                          \
         mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                                          \
         loom_datatype_t type;                                                                                  \
@@ -194,13 +204,20 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         } else {                                                                                               \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                               \
         }                                                                                                      \
+        /* Device buffers: the blocking call below on host copies, now. */                                    \
+        if (COLL_LOOM_ON_DEVICE_##shape) {                                                                     \
+            if (persistent) return mca_coll_loom_persistent_on_device(COLL_LOOM_##NAME);                       \
+            *request = &ompi_request_empty;                                                                    \
+            return COLL_LOOM_BELOW_##shape(COLL_LOOM_##NAME, m->previous.name, m->previous.name##_module,      \
+                                           COLL_LOOM_ARGS_##shape, comm);                                      \
+        }                                                                                                      \
         return m->previous.slot(COLL_LOOM_ARGS_##shape, comm, COLL_LOOM_INFO_ARG_##persistent request,         \
                                 m->previous.slot##_module);                                                    \
     }
 #define COLL_LOOM_NONBLOCKING(name, NAME, shape, in_place, ranks) \
-    COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape) COLL_LOOM_REQUEST_BODY(i##name, NAME, shape, in_place, false)
+    COLL_LOOM_SIGNATURE_NONBLOCKING(name, shape) COLL_LOOM_REQUEST_BODY(name, i##name, NAME, shape, in_place, false)
 #define COLL_LOOM_PERSISTENT(name, NAME, shape, in_place, ranks) \
-    COLL_LOOM_SIGNATURE_PERSISTENT(name, shape) COLL_LOOM_REQUEST_BODY(name##_init, NAME, shape, in_place, true)
+    COLL_LOOM_SIGNATURE_PERSISTENT(name, shape) COLL_LOOM_REQUEST_BODY(name, name##_init, NAME, shape, in_place, true)
 
 COLL_LOOM_COLLECTIVES(COLL_LOOM_BLOCKING)
 COLL_LOOM_COLLECTIVES(COLL_LOOM_NONBLOCKING)

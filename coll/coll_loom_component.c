@@ -91,6 +91,11 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
         if (loom_comm_rails_state(world, &rails) == LOOM_SUCCESS && rails && *rails)
             printf("  MPI_COMM_WORLD rails: %s%s\n", rails,
                    !strncmp(rails, "off:", 4) ? " (fell back to the PML between nodes)" : "");
+        loom_staging_info_t staging;
+        if (loom_comm_staging_info(world, &staging) == LOOM_SUCCESS && staging.staged_calls)
+            printf("  MPI_COMM_WORLD device buffers: %llu calls staged (%llu pipelined, %llu bytes): %s\n",
+                   (unsigned long long)staging.staged_calls, (unsigned long long)staging.pipelined_calls,
+                   (unsigned long long)staging.staged_bytes, staging.reason);
         const char *progress = NULL;
         if (loom_comm_progress_state(world, &progress) == LOOM_SUCCESS && strcmp(progress, "off") != 0)
             printf("  MPI_COMM_WORLD progress thread: %s\n", progress);
@@ -122,6 +127,9 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
         for (int f = 0; f < COLL_LOOM_NFALLBACKS; ++f)
             if (stats[c].fallbacks[f])
                 printf(" [fallback: %s=%llu]", fallback_reasons[f], (unsigned long long)stats[c].fallbacks[f]);
+        if (mca_coll_loom_staged_fallbacks((enum coll_loom_collective)c))
+            printf(" [device buffers staged for the module below=%llu]",
+                   (unsigned long long)mca_coll_loom_staged_fallbacks((enum coll_loom_collective)c));
         printf("\n");
     }
     fflush(stdout);

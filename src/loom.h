@@ -266,6 +266,31 @@ int loom_datatype_size(loom_datatype_t type, size_t *size);
 /* 1 when `op` is defined for `type` (MPI's rules), else 0. */
 int loom_op_supported(loom_datatype_t type, loom_op_t op);
 
+/* ---- device memory (CUDA) ----
+ * Collectives accept cudaMalloc'd buffers. libloom loads libcuda.so.1 at run
+ * time (it links no CUDA library): without a driver, or in a thread with no
+ * current CUDA context, every buffer is host memory. Device buffers are
+ * staged through pinned host memory by Loom; managed memory is used in place. */
+typedef enum { LOOM_MEMORY_HOST = 0, LOOM_MEMORY_CUDA = 1, LOOM_MEMORY_CUDA_MANAGED = 2 } loom_memory_t;
+/* Where `ptr` lives, as Loom sees it. */
+int loom_memory_type(const void *ptr, loom_memory_t *out);
+/* The CUDA driver's state: "libcuda.so.1, driver 13.0", or why there is none. */
+const char *loom_cuda_state(void);
+/* dst = src (`bytes`), host or device memory on either side; returns when done. */
+int loom_memory_copy(void *dst, const void *src, size_t bytes);
+/* Device memory through the driver (the current context's device; without
+ * one, device 0's primary context is made current): for tests and loom-bench. */
+int loom_device_alloc(size_t bytes, void **out);
+int loom_device_free(void *ptr);
+/* Calls on device buffers this communicator staged through host memory. */
+typedef struct loom_staging_info {
+    uint64_t staged_calls;    /* every form; persistent ones counted once, at init */
+    uint64_t pipelined_calls; /* blocking allreduces staged chunk by chunk */
+    uint64_t staged_bytes;    /* input bytes of the staged blocking and nonblocking calls */
+    const char *reason;       /* why device buffers are staged */
+} loom_staging_info_t;
+int loom_comm_staging_info(loom_comm_t comm, loom_staging_info_t *info);
+
 /* Blocking collectives. Counts are in elements. */
 int loom_allreduce(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
                    loom_comm_t comm);

@@ -2,6 +2,7 @@
 // Communicator does the work.
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/device_staging.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
 #include "transport/registry.hpp"
@@ -24,6 +26,13 @@ struct loom_comm {
         std::vector<std::vector<const char *>> extra_names;
         std::vector<std::vector<uint64_t>> extra_values;
     } report;
+    // Blocking calls on device buffers: their host stand-ins, reused.
+    struct Staging {
+        loom::StagedCall blocking;
+        loom::PinnedBuffer ring;  // the pipelined allreduce's chunks
+        loom::CopyStream stream;
+        uint64_t calls = 0, pipelined = 0, bytes = 0;
+    } staging;
 };
 struct loom_shm_inbox {
     loom::SharedMemoryNode node;
@@ -32,6 +41,10 @@ struct loom_shm_inbox {
 };
 struct loom_request {
     std::unique_ptr<loom::Request> impl;
+    // Device buffers: the host stand-ins the call runs on; copied out once
+    // the call finished (copy_pending).
+    std::unique_ptr<loom::StagedCall> staged;
+    bool copy_pending = false;
 };
 
 namespace loom {
@@ -73,13 +86,25 @@ Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size
 
 bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
+// What a nonblocking or persistent call hands back: its request and, for
+// device buffers, their staging.
+struct Started {
+    std::unique_ptr<Request> request;
+    std::unique_ptr<StagedCall> staged;
+};
+
+constexpr const char *kStagingReason = "device buffers: Loom's algorithms run on host memory, through pinned copies";
+
+// A call on device buffers, run on host stand-ins (device_staging.hpp).
+Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req, int launch);
+
 // Common front half of every collective: checks, then start.
 // How a call runs: now to completion, started (a request), or persistent
 // (a request started later, as often as wanted).
 enum class Launch { blocking, nonblocking, persistent };
 
 Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
-                  loom_op_t op, bool reduces, std::unique_ptr<Request> *req, Launch launch) {
+                  loom_op_t op, bool reduces, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
         LOOM_RETURN_IF_ERROR(check_reduction(type, op));
@@ -96,22 +121,75 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     if (in_place && recvbuf == nullptr && full.input_count() > 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
     const CallData call = CallData::of(sendbuf, in_place, recvbuf, type, op);
+    const StagingNeed need = staging_need(full, c.rank(), call);
+    if (need.any()) {
+        full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
+        return start_staged(comm, std::move(full), call, need, req, static_cast<int>(launch));
+    }
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
         case Launch::blocking: return c.run(std::move(full), call);
-        case Launch::nonblocking: return c.start(std::move(full), call, req);
-        default: return c.init(std::move(full), call, req);
+        case Launch::nonblocking: return c.start(std::move(full), call, &req->request);
+        default: return c.init(std::move(full), call, &req->request);
     }
 }
 
-int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
+Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req,
+                    int launch_kind) {
+    Communicator &c = *comm->impl;
+    auto &stats = comm->staging;
+    const Launch launch = static_cast<Launch>(launch_kind);
+    const size_t bytes = full.input_count() * full.elem_size;
+    if (c.config().integer(kParamVerbose) >= 2)
+        std::fprintf(stderr, "loom[%d]: %s staged: %s\n", c.rank(), full.describe().c_str(), kStagingReason);
+    ++stats.calls;
+    if (launch == Launch::blocking) {
+        const size_t chunk =
+            staging_chunk_bytes(bytes, static_cast<size_t>(c.config().integer(kParamCudaStagingChunkBytes)));
+        stats.bytes += bytes;
+        if (full.collective == Collective::allreduce && need.send_on_device && need.recv_on_device &&
+            bytes >= 2 * chunk) {
+            ++stats.pipelined;
+            return run_pipelined_allreduce(c, full, call, chunk, stats.ring, stats.stream);
+        }
+        StagedCall &s = stats.blocking;
+        LOOM_RETURN_IF_ERROR(s.prepare(full, c.rank(), call, need));
+        LOOM_RETURN_IF_ERROR(s.copy_in());
+        LOOM_RETURN_IF_ERROR(c.run(std::move(full), s.host_call()));
+        return s.copy_out();
+    }
+    auto s = std::make_unique<StagedCall>();
+    LOOM_RETURN_IF_ERROR(s->prepare(full, c.rank(), call, need));
+    if (launch == Launch::nonblocking) {
+        stats.bytes += bytes;
+        LOOM_RETURN_IF_ERROR(s->copy_in());
+        LOOM_RETURN_IF_ERROR(c.start(std::move(full), s->host_call(), &req->request));
+    } else {
+        LOOM_RETURN_IF_ERROR(c.init(std::move(full), s->host_call(), &req->request));
+    }
+    req->staged = std::move(s);
+    return LOOM_SUCCESS;
+}
+
+// A finished staged call's output, copied to the device once.
+Status copied_out(loom_request &r, Status finished) {
+    if (!r.copy_pending) return finished;
+    r.copy_pending = false;
+    const Status st = r.staged->copy_out();
+    return finished != LOOM_SUCCESS ? finished : st;
+}
+
+int nonblocking(Status st, Started &req, loom_request_t *out) {
     if (st != LOOM_SUCCESS) return st;
     auto *r = new (std::nothrow) loom_request;
     if (!r) {
-        req->wait();  // never leave user buffers half written
+        req.request->wait();  // never leave user buffers half written
+        if (req.staged && !req.request->persistent()) (void)req.staged->copy_out();
         return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a request");
     }
-    r->impl = std::move(req);
+    r->impl = std::move(req.request);
+    r->copy_pending = req.staged && !r->impl->persistent();
+    r->staged = std::move(req.staged);
     *out = r;
     return LOOM_SUCCESS;
 }
@@ -121,7 +199,7 @@ int nonblocking(Status st, std::unique_ptr<Request> &req, loom_request_t *out) {
 template <typename Make>
 int with_request(loom_request_t *out, Make make) {
     if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-    std::unique_ptr<Request> req;
+    Started req;
     return nonblocking(make(&req), req, out);
 }
 
@@ -133,7 +211,7 @@ size_t elem_size_or_one(loom_datatype_t t) {
 int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl->size() : 1; }
 
 Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
-                      std::unique_ptr<Request> *req, Launch launch) {
+                      Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), 1));
     CollArgs a;
     a.collective = Collective::allreduce;
@@ -142,7 +220,7 @@ Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, 
 }
 
 Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
-                           loom_comm_t comm, std::unique_ptr<Request> *req, Launch launch) {
+                           loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvcounts is NULL");
     CollArgs a;
@@ -165,7 +243,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
 }
 
 Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
-                                 loom_comm_t comm, std::unique_ptr<Request> *req, Launch launch) {
+                                 loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "recvcount", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = Collective::reduce_scatter_block;
@@ -174,7 +252,7 @@ Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_dat
 }
 
 Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
-                        std::unique_ptr<Request> *req, Launch launch) {
+                        Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = c;
@@ -187,6 +265,9 @@ Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loo
 bool repeated(loom_comm_t comm, Collective c, const void *s, void *r, int64_t count, const int64_t *counts,
               loom_datatype_t t, loom_op_t op, int *rc) {
     if (!comm || !comm->impl || count < 0) return false;
+    // Device buffers take the staging path (start_call).
+    if (cuda_driver_loaded() && (memory_type_of(s) == MemoryType::cuda || memory_type_of(r) == MemoryType::cuda))
+        return false;
     Status st = LOOM_SUCCESS;
     if (!comm->impl->repeat_slots(c, s == MPI_IN_PLACE, s, r, static_cast<size_t>(count), counts, t, op, &st))
         return false;
@@ -579,7 +660,7 @@ int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loo
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                     loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_allreduce(s, r, count, t, op, comm, req, Launch::nonblocking);
     });
 }
@@ -591,7 +672,7 @@ int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_data
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                          loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::nonblocking);
     });
 }
@@ -603,7 +684,7 @@ int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_dataty
 }
 int loom_ireduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                                loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_reduce_scatter_block(s, r, count, t, op, comm, req, Launch::nonblocking);
     });
 }
@@ -613,7 +694,7 @@ int loom_allgather(const void *s, void *r, int64_t count, loom_datatype_t t, loo
     return make_gather_like(Collective::allgather, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_iallgather(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_gather_like(Collective::allgather, s, r, count, t, comm, req, Launch::nonblocking);
     });
 }
@@ -623,44 +704,87 @@ int loom_alltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom
     return make_gather_like(Collective::alltoall, s, r, count, t, comm, nullptr, Launch::blocking);
 }
 int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_gather_like(Collective::alltoall, s, r, count, t, comm, req, Launch::nonblocking);
     });
 }
 
 int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                         loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_allreduce(s, r, count, t, op, comm, req, Launch::persistent);
     });
 }
 int loom_reduce_scatter_init(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                              loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::persistent);
     });
 }
 int loom_reduce_scatter_block_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                                    loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_reduce_scatter_block(s, r, count, t, op, comm, req, Launch::persistent);
     });
 }
 int loom_allgather_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
                         loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_gather_like(Collective::allgather, s, r, count, t, comm, req, Launch::persistent);
     });
 }
 int loom_alltoall_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
                        loom_request_t *out) {
-    return with_request(out, [&](std::unique_ptr<Request> *req) {
+    return with_request(out, [&](Started *req) {
         return make_gather_like(Collective::alltoall, s, r, count, t, comm, req, Launch::persistent);
     });
 }
 
+int loom_memory_type(const void *ptr, loom_memory_t *out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_memory_type: out is NULL");
+    *out = static_cast<loom_memory_t>(memory_type_of(ptr));
+    return LOOM_SUCCESS;
+}
+
+const char *loom_cuda_state(void) {
+    static const std::string state = cuda_driver_state();
+    return state.c_str();
+}
+
+int loom_memory_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes && (!dst || !src)) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_memory_copy: a buffer is NULL");
+    return memory_copy(dst, src, bytes);
+}
+
+int loom_device_alloc(size_t bytes, void **out) {
+    if (!out) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_device_alloc: out is NULL");
+    return device_alloc(bytes, out);
+}
+
+int loom_device_free(void *ptr) {
+    if (!ptr) return LOOM_SUCCESS;
+    return device_free(ptr);
+}
+
+int loom_comm_staging_info(loom_comm_t comm, loom_staging_info_t *info) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_staging_info: info is NULL");
+    info->staged_calls = comm->staging.calls;
+    info->pipelined_calls = comm->staging.pipelined;
+    info->staged_bytes = comm->staging.bytes;
+    info->reason = kStagingReason;
+    return LOOM_SUCCESS;
+}
+
 int loom_start(loom_request_t req) {
     if (!req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: request is NULL");
+    if (req->staged) {
+        if (req->impl->running()) return req->impl->start();  // the request reports the misuse
+        LOOM_RETURN_IF_ERROR(req->staged->copy_in());
+        const Status st = req->impl->start();
+        req->copy_pending = st == LOOM_SUCCESS;
+        return st;
+    }
     return req->impl->start();
 }
 
@@ -669,6 +793,7 @@ int loom_test(loom_request_t *req, int *done) {
     if (!req || !*req || !done) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_test: request or done is NULL");
     bool finished = false;
     Status st = (*req)->impl->test(&finished);
+    if (finished) st = copied_out(**req, st);
     *done = finished ? 1 : 0;
     if (finished && !(*req)->impl->persistent()) {
         delete *req;
@@ -679,7 +804,7 @@ int loom_test(loom_request_t *req, int *done) {
 
 int loom_wait(loom_request_t *req) {
     if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_wait: request is NULL");
-    Status st = (*req)->impl->wait();
+    Status st = copied_out(**req, (*req)->impl->wait());
     if (!(*req)->impl->persistent()) {
         delete *req;
         *req = nullptr;
@@ -690,7 +815,7 @@ int loom_wait(loom_request_t *req) {
 int loom_request_free(loom_request_t *req) {
     if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_request_free: request is NULL");
     // An active request is finished first: Loom never leaves a user buffer half written.
-    Status st = (*req)->impl->wait();
+    Status st = copied_out(**req, (*req)->impl->wait());
     delete *req;
     *req = nullptr;
     return st;

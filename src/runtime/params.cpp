@@ -130,6 +130,11 @@ const std::vector<ParamSpec> &param_table() {
          "many cores as ranks on the node) and yield otherwise. coll/loom sets yield where Open MPI's "
          "mpi_yield_when_idle is on (mpirun sets it when it oversubscribes)",
          0, 0, Collective::allreduce, "auto,spin,yield"},
+        {kParamCudaStagingChunkBytes, "cuda_staging_chunk_bytes", ParamType::size, "0", 5,
+         "Chunk of a blocking allreduce on device buffers staged through pinned host memory: the copy of one chunk "
+         "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: a "
+         "quarter of the message in powers of two, 256 KiB to 4 MiB",
+         0, 1LL << 30, Collective::allreduce},
     };
     return table;
 }

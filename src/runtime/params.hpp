@@ -44,6 +44,7 @@ enum ParamId {
     kParamProgressThread,
     kParamSlotsMaxBytes,
     kParamSlotsWait,
+    kParamCudaStagingChunkBytes,
     kParamCount
 };
 

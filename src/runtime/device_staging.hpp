@@ -1,0 +1,76 @@
+// Collectives on device buffers, run by Loom's host algorithms through
+// pinned host copies: copy the input to the host, run the call there, copy
+// the output back. Large blocking allreduces are pipelined: the copy of
+// chunk k+1 to the host runs while chunk k is reduced across ranks and
+// chunk k-1 is copied back. Nothing here touches device memory from the CPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.hpp"
+#include "engine/cuda/driver.hpp"
+#include "runtime/communicator.hpp"
+
+namespace loom {
+
+// Page-locked host memory, grown on demand and kept.
+class PinnedBuffer {
+  public:
+    PinnedBuffer() = default;
+    ~PinnedBuffer() { (void)pinned_free(data_); }
+    PinnedBuffer(const PinnedBuffer &) = delete;
+    PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+    Status reserve(size_t bytes);
+    unsigned char *data() const { return data_; }
+
+  private:
+    unsigned char *data_ = nullptr;
+    size_t capacity_ = 0;
+};
+
+// Where a call's buffers live, and what staging them takes.
+struct StagingNeed {
+    bool send_on_device = false;  // the input buffer (sendbuf, or recvbuf in place)
+    bool recv_on_device = false;
+    bool any() const { return send_on_device || recv_on_device; }
+};
+// Looks at the buffers a call reads and writes (none without a driver).
+StagingNeed staging_need(const CollArgs &args, int rank, const CallData &call);
+
+// One staged call: the host buffers it runs on and the copies around it.
+class StagedCall {
+  public:
+    // Sets up host stand-ins for the call's device buffers: the call to run
+    // is host_call(). Copies nothing yet.
+    Status prepare(const CollArgs &args, int rank, const CallData &user, StagingNeed need);
+    const CallData &host_call() const { return host_; }
+    Status copy_in();   // the device input to the host
+    Status copy_out();  // the host output to the device
+    size_t bytes() const { return in_bytes_ + out_bytes_; }
+
+  private:
+    CallData user_, host_;
+    StagingNeed need_;
+    size_t in_bytes_ = 0, out_bytes_ = 0;
+    void *context_ = nullptr;  // the buffers' CUDA context, for copies in other threads
+    PinnedBuffer send_, recv_;
+};
+
+// The chunks of a pipelined staged allreduce, in the order every rank
+// starts them; each takes a slot of the pinned ring (kSlots chunks long).
+struct StagingChunk {
+    size_t first = 0, count = 0;  // elements
+};
+std::vector<StagingChunk> staging_chunks(size_t count, size_t elem_size, size_t chunk_bytes);
+// The chunk size for a pipelined staging of `bytes`: the parameter, or
+// 0 (auto): a quarter of the message in powers of two, 256 KiB to 4 MiB.
+size_t staging_chunk_bytes(size_t bytes, size_t configured);
+
+// A blocking allreduce of device buffers (both on the device), pipelined.
+// `ring` and `stream` are the communicator's, reused across calls.
+Status run_pipelined_allreduce(Communicator &comm, const CollArgs &args, const CallData &user, size_t chunk_bytes,
+                               PinnedBuffer &ring, CopyStream &stream);
+constexpr int kStagingSlots = 3;
+
+}  // namespace loom
