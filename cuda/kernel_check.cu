@@ -80,9 +80,39 @@ int check_kernels() {
             }
         }
     }
+    // Three sources at once, as libloom's one-shot allreduce runs them: dst = s0 op s1 op s2.
+    unsigned char *d_third;
+    CHECK_CUDA(cudaMalloc(&d_third, max_bytes));
+    for (size_t k = 0; k < count; ++k) {
+        const loom::DeviceReduction &r = all[k];
+        for (size_t n : {size_t{1}, size_t{4097}}) {
+            const size_t bytes = n * r.element_size;
+            std::vector<unsigned char> a(bytes), b(bytes), c(bytes), got(bytes);
+            fill(a, rng, r.element_size);
+            fill(b, rng, r.element_size);
+            fill(c, rng, r.element_size);
+            CHECK_CUDA(cudaMemcpy(d_src, a.data(), bytes, cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(d_third, b.data(), bytes, cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(d_dst + max_bytes / 2, c.data(), bytes, cudaMemcpyHostToDevice));
+            const void *sources[] = {d_src, d_third, d_dst + max_bytes / 2};
+            CHECK_CUDA(r.launch_sources(d_dst, sources, 3, n, 0, nullptr));
+            CHECK_CUDA(cudaDeviceSynchronize());
+            CHECK_CUDA(cudaMemcpy(got.data(), d_dst, bytes, cudaMemcpyDeviceToHost));
+            r.host(a.data(), b.data(), n);
+            r.host(a.data(), c.data(), n);
+            for (size_t i = 0; i < bytes; ++i)
+                if (a[i] != got[i] && !is_padding(r.type, i % r.element_size)) {
+                    std::printf("FAIL: %s %s n=%zu, three sources: element %zu differs from the CPU\n", r.type, r.op,
+                                n, i / r.element_size);
+                    ++wrong;
+                    break;
+                }
+        }
+    }
+    CHECK_CUDA(cudaFree(d_third));
     CHECK_CUDA(cudaFree(d_dst));
     CHECK_CUDA(cudaFree(d_src));
-    std::printf("kernels: %zu (type, op) pairs, %d wrong\n", count, wrong);
+    std::printf("kernels: %zu (type, op) pairs, two and three sources, %d wrong\n", count, wrong);
     return wrong;
 }
 

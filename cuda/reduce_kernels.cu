@@ -1,67 +1,48 @@
-// Loom's CUDA reduction kernels (cuda/reduce_kernels.cuh): one grid-stride
-// loop per (type, op) over the element-wise operations the CPU kernels
-// share (core/elementwise.hpp). Where both pointers are 16-byte aligned,
-// each thread moves 16 bytes per load and store.
+// Loom's CUDA reduction kernels for the runtime API (cuda/reduce_kernels.cuh):
+// the same grid-stride loop libloom's engine kernels run (reduce_sources.cuh)
+// over the element-wise operations the CPU kernels share
+// (core/elementwise.hpp). Where every pointer is 16-byte aligned, each thread
+// moves 16 bytes per load and store.
+#include <cstdint>
 #include <cstring>
 
 #include "reduce_kernels.cuh"
+#include "reduce_sources.cuh"
 #include "reductions.hpp"
 
 namespace loom {
 namespace {
 
-template <typename T>
-constexpr size_t kLanes = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? 16 / sizeof(T) : 1;
-
-template <typename T>
-struct alignas(16) Pack {
-    T lane[kLanes<T>];
-};
-
 template <typename T, typename Op>
-__global__ void reduce_packed(Pack<T> *__restrict__ dst, const Pack<T> *__restrict__ src, size_t packs) {
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs; i += stride) {
-        Pack<T> a = dst[i];
-        const Pack<T> b = src[i];
-#pragma unroll
-        for (size_t k = 0; k < kLanes<T>; ++k) a.lane[k] = Op::apply(a.lane[k], b.lane[k]);
-        dst[i] = a;
-    }
+__global__ void reduce_kernel(void *dst, LoomSources s, int nsources, size_t packs, size_t n, int accumulate) {
+    reduce_sources<T, Op>(dst, s, nsources, packs, n, accumulate);
 }
-
-template <typename T, typename Op>
-__global__ void reduce_elements(T *__restrict__ dst, const T *__restrict__ src, size_t n) {
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        dst[i] = Op::apply(dst[i], src[i]);
-}
-
-constexpr unsigned kThreads = 256;
-// Enough blocks to fill any current GPU several times over; the loops stride.
-constexpr size_t kMaxBlocks = 4096;
 
 unsigned blocks_for(size_t items) {
-    const size_t b = (items + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b);
+    const size_t b = (items + kKernelThreads - 1) / kKernelThreads;
+    return static_cast<unsigned>(b < 1 ? 1 : b > kKernelMaxBlocks ? kKernelMaxBlocks : b);
+}
+
+// The launch libloom's engine makes (src/engine/cuda/driver.cpp), through the runtime.
+template <typename T, typename Op>
+cudaError_t launch_sources(void *dst, const void *const *sources, int nsources, size_t n, int accumulate,
+                           cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    LoomSources s{};
+    bool aligned = reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+    for (int k = 0; k < nsources; ++k) {
+        s.p[k] = sources[k];
+        aligned = aligned && reinterpret_cast<uintptr_t>(sources[k]) % 16 == 0;
+    }
+    const size_t packs = kLanes<T> > 1 && aligned ? n / kLanes<T> : 0;
+    const size_t items = packs + (n - packs * kLanes<T>);
+    reduce_kernel<T, Op><<<blocks_for(items), kKernelThreads, 0, stream>>>(dst, s, nsources, packs, n, accumulate);
+    return cudaGetLastError();
 }
 
 template <typename T, typename Op>
-cudaError_t launch(void *dst_v, const void *src_v, size_t n, cudaStream_t stream) {
-    if (n == 0) return cudaSuccess;
-    T *dst = static_cast<T *>(dst_v);
-    const T *src = static_cast<const T *>(src_v);
-    size_t done = 0;
-    if (kLanes<T> > 1 && reinterpret_cast<uintptr_t>(dst) % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
-        const size_t packs = n / kLanes<T>;
-        if (packs) {
-            reduce_packed<T, Op><<<blocks_for(packs), kThreads, 0, stream>>>(reinterpret_cast<Pack<T> *>(dst),
-                                                                             reinterpret_cast<const Pack<T> *>(src), packs);
-            done = packs * kLanes<T>;
-        }
-    }
-    if (done < n) reduce_elements<T, Op><<<blocks_for(n - done), kThreads, 0, stream>>>(dst + done, src + done, n - done);
-    return cudaGetLastError();
+cudaError_t launch(void *dst, const void *src, size_t n, cudaStream_t stream) {
+    return launch_sources<T, Op>(dst, &src, 1, n, 1, stream);
 }
 
 template <typename T, typename Op>
@@ -72,7 +53,7 @@ void host(void *dst_v, const void *src_v, size_t n) {
 }
 
 using namespace device_list;
-#define LOOM_DEVICE_ENTRY(tname, oname, T, Op) {#tname, #oname, sizeof(T), launch<T, Op>, host<T, Op>},
+#define LOOM_DEVICE_ENTRY(tname, oname, T, Op) {#tname, #oname, sizeof(T), launch<T, Op>, launch_sources<T, Op>, host<T, Op>},
 const DeviceReduction kReductions[] = {LOOM_DEVICE_REDUCTIONS(LOOM_DEVICE_ENTRY)};
 #undef LOOM_DEVICE_ENTRY
 

@@ -15,6 +15,9 @@ struct DeviceReduction {
     size_t element_size;
     // Enqueues dst = dst op src (n elements) on the stream.
     cudaError_t (*launch)(void *dst, const void *src, size_t n, cudaStream_t stream);
+    // dst = (accumulate ? dst : sources[0]) op sources[...] (at most kMaxKernelSources).
+    cudaError_t (*launch_sources)(void *dst, const void *const *sources, int nsources, size_t n, int accumulate,
+                                  cudaStream_t stream);
     // The same operation on the CPU, for checks.
     void (*host)(void *dst, const void *src, size_t n);
 };

@@ -257,6 +257,9 @@ typedef struct loom_algorithm_info {
 } loom_algorithm_info_t;
 int loom_algorithm_count(void);
 int loom_algorithm_info(int index, loom_algorithm_info_t *info);
+/* The memory algorithm `index` runs on: "host", or "device" (the cuda_ipc
+ * algorithms, chosen for calls on device buffers only). */
+int loom_algorithm_memory(int index, const char **memory);
 
 /* Map a predefined MPI datatype / op to Loom's; LOOM_ERR_INVALID_DATATYPE or
  * LOOM_ERR_INVALID_OP for derived types and user-defined ops. */
@@ -282,12 +285,15 @@ int loom_memory_copy(void *dst, const void *src, size_t bytes);
  * one, device 0's primary context is made current): for tests and loom-bench. */
 int loom_device_alloc(size_t bytes, void **out);
 int loom_device_free(void *ptr);
-/* Calls on device buffers this communicator staged through host memory. */
+/* Calls on device buffers: run on the device (blocking calls with both
+ * buffers on the device, every rank on one node: CUDA IPC) or staged
+ * through host memory (everything else, and where CUDA IPC cannot run). */
 typedef struct loom_staging_info {
+    uint64_t device_calls;    /* run on the device through CUDA IPC */
     uint64_t staged_calls;    /* every form; persistent ones counted once, at init */
     uint64_t pipelined_calls; /* blocking allreduces staged chunk by chunk */
     uint64_t staged_bytes;    /* input bytes of the staged blocking and nonblocking calls */
-    const char *reason;       /* why device buffers are staged */
+    const char *reason;       /* why the last staged call was staged (valid until the next call) */
 } loom_staging_info_t;
 int loom_comm_staging_info(loom_comm_t comm, loom_staging_info_t *info);
 

@@ -26,7 +26,20 @@ struct AlgorithmInfo {
     // The plan is only the node leaders' exchange: the node's own phases run
     // on the shared slots around it (runtime/node_slot_call.hpp).
     bool node_slots = false;
+    // Runs on device buffers among the ranks of one node, reading peers'
+    // buffers through CUDA IPC (runtime/cuda_ipc_call.hpp); no plan. The only
+    // algorithms for device memory: every other one runs on host memory.
+    bool cuda_ipc = false;
 };
+// Why `algo` cannot run on the call's memory ("" when it can).
+std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args);
+// The applicability of `algo` to `args`, memory included.
+inline std::string why_not_applicable(const AlgorithmInfo &algo, const CollArgs &args) {
+    std::string why = memory_mismatch(algo, args);
+    return why.empty() ? algo.not_applicable(args) : why;
+}
+// For the cuda_ipc algorithms.
+std::string cuda_ipc_not_applicable(const CollArgs &args);
 
 const std::vector<const AlgorithmInfo *> &all_algorithms();
 std::vector<const AlgorithmInfo *> algorithms_for(Collective c);

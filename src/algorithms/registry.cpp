@@ -38,6 +38,24 @@ extern const AlgorithmInfo kAllreduceNodeSlots;
 extern const AlgorithmInfo kReduceScatterNodeSlots;
 extern const AlgorithmInfo kReduceScatterBlockNodeSlots;
 extern const AlgorithmInfo kAllgatherNodeSlots;
+extern const AlgorithmInfo kAllreduceCudaIpcOneShot;
+extern const AlgorithmInfo kAllreduceCudaIpcReduceScatterAllgather;
+extern const AlgorithmInfo kReduceScatterCudaIpcDirect;
+extern const AlgorithmInfo kReduceScatterBlockCudaIpcDirect;
+extern const AlgorithmInfo kAllgatherCudaIpcDirect;
+extern const AlgorithmInfo kAlltoallCudaIpcDirect;
+
+std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args) {
+    if (algo.cuda_ipc && args.memory != MemoryType::cuda) return "device (CUDA) memory only";
+    if (!algo.cuda_ipc && args.memory != MemoryType::host)
+        return "host memory only (device buffers are staged through host memory for it)";
+    return {};
+}
+
+std::string cuda_ipc_not_applicable(const CollArgs &a) {
+    if (a.nranks > 1 && !a.single_node) return "every rank must be on one node and share Loom's shared memory";
+    return {};
+}
 
 const std::vector<const AlgorithmInfo *> &all_algorithms() {
     static const std::vector<const AlgorithmInfo *> list = {
@@ -50,18 +68,22 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllreduceHierLeader,
         &kAllreduceSharedSlots,
         &kAllreduceNodeSlots,
+        &kAllreduceCudaIpcOneShot,
+        &kAllreduceCudaIpcReduceScatterAllgather,
         &kReduceScatterRing,
         &kReduceScatterRecursiveHalving,
         &kReduceScatterPairwise,
         &kReduceScatterHierarchical,
         &kReduceScatterSharedSlots,
         &kReduceScatterNodeSlots,
+        &kReduceScatterCudaIpcDirect,
         &kReduceScatterBlockRing,
         &kReduceScatterBlockRecursiveHalving,
         &kReduceScatterBlockPairwise,
         &kReduceScatterBlockHierarchical,
         &kReduceScatterBlockSharedSlots,
         &kReduceScatterBlockNodeSlots,
+        &kReduceScatterBlockCudaIpcDirect,
         &kAllgatherRing,
         &kAllgatherRecursiveDoubling,
         &kAllgatherBruck,
@@ -70,11 +92,13 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllgatherRailRing,
         &kAllgatherSharedSlots,
         &kAllgatherNodeSlots,
+        &kAllgatherCudaIpcDirect,
         &kAlltoallPairwise,
         &kAlltoallBruck,
         &kAlltoallScattered,
         &kAlltoallNodeAggregation,
         &kAlltoallSharedSlots,
+        &kAlltoallCudaIpcDirect,
     };
     return list;
 }

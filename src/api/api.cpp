@@ -10,6 +10,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/cuda_ipc_call.hpp"
 #include "runtime/device_staging.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
@@ -30,9 +31,11 @@ struct loom_comm {
     struct Staging {
         loom::StagedCall blocking;
         loom::PinnedBuffer ring;  // the pipelined allreduce's chunks
-        loom::CopyStream stream;
-        uint64_t calls = 0, pipelined = 0, bytes = 0;
+        loom::DeviceStream stream;
+        uint64_t calls = 0, pipelined = 0, bytes = 0, device_calls = 0;
+        std::string reason;  // why the last device call was staged
     } staging;
+    std::unique_ptr<loom::CudaIpcState> ipc;  // blocking calls on device buffers within a node
 };
 struct loom_shm_inbox {
     loom::SharedMemoryNode node;
@@ -140,8 +143,35 @@ Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, Stagi
     auto &stats = comm->staging;
     const Launch launch = static_cast<Launch>(launch_kind);
     const size_t bytes = full.input_count() * full.elem_size;
+    // Blocking: CUDA IPC where every rank can. A rank with any device buffer
+    // takes part in the exchange (run_cuda_ipc), so all ranks agree even when
+    // a buffer of no bytes leaves one of them nothing to look at.
+    if (launch == Launch::blocking && c.config().integer(kParamCudaIpc)) {
+        CollArgs dev = full;
+        dev.memory = MemoryType::cuda;
+        const char *name = nullptr;
+        if (c.prepare(dev, call.type, call.in_place, &name) == LOOM_SUCCESS) {
+            if (!comm->ipc) comm->ipc = std::make_unique<CudaIpcState>();
+            bool staged = false;
+            std::string why;
+            const AlgorithmInfo *algo = find_algorithm(full.collective, name);
+            const char *cannot = need.all_device(call.in_place) ? nullptr : "one buffer on the host, the other on the device";
+            const Status st = run_cuda_ipc(c, *comm->ipc, *algo, full, call, cannot, &staged, &why);
+            if (!staged) {
+                ++stats.device_calls;
+                c.set_last_algorithm(full.collective, algo->name);
+                return st;
+            }
+            stats.reason = why;
+        } else {
+            stats.reason = last_error_message();
+        }
+    } else {
+        stats.reason = launch != Launch::blocking ? "nonblocking and persistent calls on device buffers are staged"
+                                                  : "cuda_ipc=0: device buffers are staged";
+    }
     if (c.config().integer(kParamVerbose) >= 2)
-        std::fprintf(stderr, "loom[%d]: %s staged: %s\n", c.rank(), full.describe().c_str(), kStagingReason);
+        std::fprintf(stderr, "loom[%d]: %s staged: %s\n", c.rank(), full.describe().c_str(), stats.reason.c_str());
     ++stats.calls;
     if (launch == Launch::blocking) {
         const size_t chunk =
@@ -395,6 +425,15 @@ int loom_algorithm_info(int index, loom_algorithm_info_t *info) {
     info->collective = collective_name(a.collective);
     info->description = a.description;
     info->restrictions = a.restrictions;
+    return LOOM_SUCCESS;
+}
+
+int loom_algorithm_memory(int index, const char **memory) {
+    if (index < 0 || index >= loom_algorithm_count())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: index " + std::to_string(index) +
+                                                   " is out of range [0, " + std::to_string(loom_algorithm_count()) + ")");
+    if (!memory) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: memory is NULL");
+    *memory = all_algorithms()[static_cast<size_t>(index)]->cuda_ipc ? "device" : "host";
     return LOOM_SUCCESS;
 }
 
@@ -772,7 +811,8 @@ int loom_comm_staging_info(loom_comm_t comm, loom_staging_info_t *info) {
     info->staged_calls = comm->staging.calls;
     info->pipelined_calls = comm->staging.pipelined;
     info->staged_bytes = comm->staging.bytes;
-    info->reason = kStagingReason;
+    info->device_calls = comm->staging.device_calls;
+    info->reason = comm->staging.reason.empty() ? kStagingReason : comm->staging.reason.c_str();
     return LOOM_SUCCESS;
 }
 

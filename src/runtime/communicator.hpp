@@ -215,6 +215,8 @@ class Communicator {
     }
 
     const char *last_algorithm(Collective c) const { return last_algorithm_[static_cast<int>(c)]; }
+    // For calls run outside the communicator (device buffers through CUDA IPC).
+    void set_last_algorithm(Collective c, const char *name) { last_algorithm_[static_cast<int>(c)] = name; }
     size_t cached_plans() const { return cache_.size(); }
     uint64_t plan_builds() const { return plan_builds_; }
 

@@ -28,10 +28,17 @@ size_t in_place_bytes(const CollArgs &args, int rank) {
 StagingNeed staging_need(const CollArgs &args, int rank, const CallData &call) {
     StagingNeed need;
     if (!cuda_driver_loaded()) return need;
-    const bool recv_used = call.recvbuf && (call.in_place ? in_place_bytes(args, rank) : args.output_count(rank)) > 0;
-    if (recv_used) need.recv_on_device = memory_type_of(call.recvbuf) == MemoryType::cuda;
-    if (call.in_place) need.send_on_device = need.recv_on_device;
-    else if (call.sendbuf && args.input_count() > 0) need.send_on_device = memory_type_of(call.sendbuf) == MemoryType::cuda;
+    // A buffer of no bytes still says where this rank's buffers are, so that
+    // every rank takes the same path.
+    need.recv_used = call.recvbuf && (call.in_place ? in_place_bytes(args, rank) : args.output_count(rank)) > 0;
+    if (call.recvbuf) need.recv_on_device = memory_type_of(call.recvbuf) == MemoryType::cuda;
+    if (call.in_place) {
+        need.send_used = need.recv_used;
+        need.send_on_device = need.recv_on_device;
+    } else {
+        need.send_used = call.sendbuf && args.input_count() > 0;
+        if (call.sendbuf) need.send_on_device = memory_type_of(call.sendbuf) == MemoryType::cuda;
+    }
     return need;
 }
 
@@ -82,7 +89,7 @@ size_t staging_chunk_bytes(size_t bytes, size_t configured) {
 }
 
 Status run_pipelined_allreduce(Communicator &comm, const CollArgs &args, const CallData &user, size_t chunk_bytes,
-                               PinnedBuffer &ring, CopyStream &stream) {
+                               PinnedBuffer &ring, DeviceStream &stream) {
     const size_t es = args.elem_size;
     const std::vector<StagingChunk> chunks = staging_chunks(args.count, es, chunk_bytes);
     const size_t n = chunks.size();

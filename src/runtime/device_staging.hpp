@@ -33,7 +33,14 @@ class PinnedBuffer {
 struct StagingNeed {
     bool send_on_device = false;  // the input buffer (sendbuf, or recvbuf in place)
     bool recv_on_device = false;
+    // Buffers of no bytes on this rank are neither host nor device: what
+    // counts is where the others are (ranks must agree on the path).
+    bool send_used = false, recv_used = false;
     bool any() const { return send_on_device || recv_on_device; }
+    // Every buffer the call touches here is device memory.
+    bool all_device(bool in_place) const {
+        return (recv_on_device || !recv_used) && (in_place || send_on_device || !send_used);
+    }
 };
 // Looks at the buffers a call reads and writes (none without a driver).
 StagingNeed staging_need(const CollArgs &args, int rank, const CallData &call);
@@ -70,7 +77,7 @@ size_t staging_chunk_bytes(size_t bytes, size_t configured);
 // A blocking allreduce of device buffers (both on the device), pipelined.
 // `ring` and `stream` are the communicator's, reused across calls.
 Status run_pipelined_allreduce(Communicator &comm, const CollArgs &args, const CallData &user, size_t chunk_bytes,
-                               PinnedBuffer &ring, CopyStream &stream);
+                               PinnedBuffer &ring, DeviceStream &stream);
 constexpr int kStagingSlots = 3;
 
 }  // namespace loom

@@ -135,6 +135,11 @@ const std::vector<ParamSpec> &param_table() {
          "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: a "
          "quarter of the message in powers of two, 256 KiB to 4 MiB",
          0, 1LL << 30, Collective::allreduce},
+        {kParamCudaIpc, "cuda_ipc", ParamType::integer, "1", 5,
+         "Blocking collectives whose buffers are all on the device, among the ranks of one node: 1 run them on the "
+         "device, each rank reading its peers' buffers through CUDA IPC (the cuda_ipc_* algorithms); 0 stage them "
+         "through pinned host memory like every other call on device buffers. Every rank must set the same value",
+         0, 1, Collective::allreduce},
     };
     return table;
 }

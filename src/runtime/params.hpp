@@ -45,6 +45,7 @@ enum ParamId {
     kParamSlotsMaxBytes,
     kParamSlotsWait,
     kParamCudaStagingChunkBytes,
+    kParamCudaIpc,
     kParamCount
 };
 

@@ -9,7 +9,9 @@ namespace loom {
 // call its conditions admit (no restriction, or one they imply), so the
 // first matching rule decides; only the node slots' rules name one alone
 // that may not run (a node without Loom's shared memory): the next rule
-// then does. Rule indices are cited by docs/selection-defaults.md and
+// then does. The device-memory rules come last: host algorithms never run
+// device buffers, so a device call passes every earlier rule; where CUDA IPC
+// cannot run the call either, Loom stages it through host memory. Rule indices are cited by docs/selection-defaults.md and
 // tests/unit/test_selector.cpp: renumbering means updating them.
 const char *builtin_rules_text() {
     return R"json({
@@ -120,7 +122,22 @@ const char *builtin_rules_text() {
      "note": "blocks > 256 KiB on one node of <= 8 ranks: every peer at once"},
     {"collective": "alltoall",
      "algorithm": ["pairwise", "scattered"],
-     "note": "blocks > 256 KiB: one exchange at a time"}
+     "note": "blocks > 256 KiB: one exchange at a time"},
+
+    {"collective": "allreduce", "memory": "device", "bytes": [0, "64KiB"],
+     "algorithm": ["cuda_ipc_one_shot"],
+     "note": "device vector <= 64 KiB on one node: one kernel reads every peer's vector (not yet measured on a GPU)"},
+    {"collective": "allreduce", "memory": "device",
+     "algorithm": ["cuda_ipc_reduce_scatter_allgather"],
+     "note": "device vector > 64 KiB on one node: each rank reads about twice the vector"},
+    {"collective": "reduce_scatter", "memory": "device", "algorithm": ["cuda_ipc_direct"],
+     "note": "device buffers on one node: each rank reads its block of every input"},
+    {"collective": "reduce_scatter_block", "memory": "device", "algorithm": ["cuda_ipc_direct"],
+     "note": "device buffers on one node: each rank reads its block of every input"},
+    {"collective": "allgather", "memory": "device", "algorithm": ["cuda_ipc_direct"],
+     "note": "device buffers on one node: each rank copies every block"},
+    {"collective": "alltoall", "memory": "device", "algorithm": ["cuda_ipc_direct"],
+     "note": "device buffers on one node: each rank copies its block of every send buffer"}
   ]
 })json";
 }

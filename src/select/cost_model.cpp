@@ -344,6 +344,7 @@ Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostM
     if (args.nranks > kModelMaxRanks)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
                                                    std::to_string(kModelMaxRanks) + " the simulation covers");
+    if (algo.cuda_ipc) return fail(LOOM_ERR_INVALID_ARGUMENT, "the cost model has no prices for device memory yet");
     if (algo.plan_free) {
         *us = shared_slots_time(args, model);
         return LOOM_SUCCESS;

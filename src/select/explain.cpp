@@ -44,6 +44,11 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
     const CostModel model = model_for(config);
     e.model = model.describe();
     e.not_executable = memory_problem(args);
+    // Device memory no algorithm runs here is staged: say so, and why.
+    Selection device_choice;
+    if (e.not_executable.empty() && args.memory != MemoryType::host &&
+        select_algorithm(config, args, &device_choice) != LOOM_SUCCESS)
+        e.not_executable = last_error_message();
     if (!e.not_executable.empty()) {
         // Say what would be chosen once it can run: the rules file's entry for this memory.
         const auto rules = rules_for(config);
@@ -53,7 +58,8 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
         for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
             Prediction p;
             p.algorithm = algo;
-            p.not_applicable = std::string("not executable on ") + memory_type_name(args.memory) + " memory yet";
+            p.not_applicable = why_not_applicable(*algo, args);
+            if (p.not_applicable.empty()) p.not_applicable = std::string("not executable on ") + memory_type_name(args.memory) + " memory";
             e.candidates.push_back(std::move(p));
         }
         *out = std::move(e);
@@ -66,7 +72,7 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
         p.algorithm = algo;
         CollArgs a = args;
         if (algo == e.selection.algorithm) e.selection.apply_knobs(&a);
-        p.not_applicable = algo->not_applicable(a);
+        p.not_applicable = why_not_applicable(*algo, a);
         if (p.not_applicable.empty()) {
             if (predict_time(*algo, a, model, &p.us) != LOOM_SUCCESS) {
                 p.us = -1;

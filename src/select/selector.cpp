@@ -31,9 +31,8 @@ CostModel model_for(const Config &config) {
 }
 
 std::string memory_problem(const CollArgs &args) {
-    if (engine_for(args.memory)) return {};
-    return std::string("no algorithm is executable for memory=") + memory_type_name(args.memory) +
-           " yet: Loom has no engine for it (host memory only)";
+    if (args.memory != MemoryType::cuda_managed) return {};
+    return "managed memory is read and written by the host algorithms in place (memory=host)";
 }
 
 namespace {
@@ -49,7 +48,7 @@ const Rule *select_by_rules(const RuleSet &rules, const CollArgs &args, Selectio
         s.apply_knobs(&tuned);
         for (const std::string &name : r->algorithms) {
             const AlgorithmInfo *algo = find_algorithm(args.collective, name);
-            if (algo && algo->not_applicable(tuned).empty()) {
+            if (algo && why_not_applicable(*algo, tuned).empty()) {
                 s.algorithm = algo;
                 break;
             }
@@ -69,12 +68,17 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
     const std::string memory = memory_problem(args);
     if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
     const std::string &forced = config.forced_algorithm(c);
-    if (forced != "auto") {
-        const AlgorithmInfo *algo = find_algorithm(c, forced);
+    const AlgorithmInfo *forced_algo = forced == "auto" ? nullptr : find_algorithm(c, forced);
+    // A forced algorithm rules the calls on the memory it runs on: forcing a
+    // device algorithm leaves host calls (Loom's own set-up calls among them)
+    // to the usual selection, and the other way round.
+    if (forced_algo && !memory_mismatch(*forced_algo, args).empty()) forced_algo = nullptr;
+    if (forced != "auto" && (forced_algo || !find_algorithm(c, forced))) {
+        const AlgorithmInfo *algo = forced_algo;
         if (!algo)
             return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(c)) + " has no algorithm '" + forced +
                                                         "'; known: auto, " + algorithm_names(c));
-        std::string why_not = algo->not_applicable(args);
+        std::string why_not = why_not_applicable(*algo, args);
         if (!why_not.empty())
             return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE,
                         std::string(collective_name(c)) + " algorithm '" + forced + "' (forced) cannot run " +
@@ -112,7 +116,7 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
     double best = -1;
     for (const AlgorithmInfo *algo : algorithms_for(c)) {
         // The slots' reach is measured (slots_max_bytes, the built-in rules), not the model's.
-        if (algo->plan_free || algo->node_slots || !algo->not_applicable(args).empty()) continue;
+        if (algo->plan_free || algo->node_slots || !why_not_applicable(*algo, args).empty()) continue;
         double us = -1;
         if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;
         if (!out->algorithm || (us >= 0 && (best < 0 || us < best))) {
@@ -120,6 +124,11 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
             best = us;
         }
     }
+    if (!out->algorithm && args.memory != MemoryType::host)
+        return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE,
+                    std::string("no ") + collective_name(c) + " algorithm runs " + args.describe() +
+                        " on the device (the cuda_ipc algorithms need every rank on one node with Loom's shared "
+                        "memory): Loom stages such calls through host memory");
     if (!out->algorithm)
         return fail(LOOM_ERR_INTERNAL,
                     std::string("no ") + collective_name(c) + " algorithm applies to " + args.describe());

@@ -5,8 +5,11 @@
 // would on a GPU; the driver copies through a second, writable mapping.
 // Asynchronous copies wait in their stream until an event query, an event
 // or stream synchronisation runs them, so reading a staged buffer before its
-// copy completed reads stale data, as on a GPU. Only what libloom uses.
+// copy completed reads stale data, as on a GPU. Kernels are libloom's
+// reductions by name (cuda/engine_kernels.hpp), run on the CPU with the same
+// element-wise operations the GPU kernels use. Only what libloom uses.
 #include <cuda.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,8 +18,34 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
+
+#include "../../cuda/engine_kernels.hpp"
+#include "../../cuda/reductions.hpp"
 
 namespace {
+
+// dst[i] = (accumulate ? dst[i] : s[0][i]) op s[1][i] ..., as the GPU kernels.
+template <typename T, typename Op>
+void reduce_on_cpu(void *dst, const void *const *s, int nsources, size_t n, int accumulate) {
+    T *d = static_cast<T *>(dst);
+    for (size_t i = 0; i < n; ++i) {
+        T acc = accumulate ? d[i] : static_cast<const T *>(s[0])[i];
+        for (int k = accumulate ? 0 : 1; k < nsources; ++k) acc = Op::apply(acc, static_cast<const T *>(s[k])[i]);
+        d[i] = acc;
+    }
+}
+
+struct FakeKernel {
+    const char *name;
+    void (*run)(void *dst, const void *const *s, int nsources, size_t n, int accumulate);
+};
+using namespace loom;
+using namespace loom::device_list;
+#define LOOM_FAKE_KERNEL(tname, oname, T, Op) {"loom_reduce_" #tname "_" #oname, reduce_on_cpu<T, Op>},
+const FakeKernel kernels[] = {LOOM_DEVICE_REDUCTIONS(LOOM_FAKE_KERNEL)};
+#undef LOOM_FAKE_KERNEL
+int fake_module;
 
 struct Allocation {
     uintptr_t base;
@@ -24,10 +53,25 @@ struct Allocation {
     unsigned char *shadow;  // writable view; null for pinned host memory
     unsigned long long id;
     int fd;
+    bool imported = false;  // a peer's, opened by cuIpcOpenMemHandle
 };
+
+// What a fake IPC handle carries: the exporter's memfd, reachable through /proc.
+struct FakeIpcHandle {
+    unsigned magic;
+    int pid, fd;
+    size_t size;
+};
+constexpr unsigned kIpcMagic = 0x10031c;
 
 struct Op {
     bool is_event = false;
+    const FakeKernel *kernel = nullptr;  // a launch: its arguments below
+    void *kdst = nullptr;
+    const void *ksources[kMaxKernelSources] = {};
+    int nsources = 0;
+    size_t n = 0;
+    int accumulate = 0;
     void *dst = nullptr;
     const void *src = nullptr;
     size_t bytes = 0;
@@ -72,6 +116,12 @@ bool copy_range_ok(uintptr_t p, size_t bytes) {
 void run(Op &op) {
     if (op.is_event) {
         op.event->reached = op.event_serial;
+        return;
+    }
+    if (op.kernel) {
+        const void *sources[kMaxKernelSources];
+        for (int k = 0; k < op.nsources; ++k) sources[k] = view(reinterpret_cast<uintptr_t>(op.ksources[k]));
+        op.kernel->run(view(reinterpret_cast<uintptr_t>(op.kdst)), sources, op.nsources, op.n, op.accumulate);
         return;
     }
     std::memmove(view(reinterpret_cast<uintptr_t>(op.dst)), view(reinterpret_cast<uintptr_t>(op.src)), op.bytes);
@@ -138,31 +188,76 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *out, size_t bytes) {
-    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+// The mappings of a device allocation: no access at the address handed
+// out, read-write at the shadow the fake itself uses.
+static CUresult map_device(int fd, size_t bytes, bool imported, CUdeviceptr *out) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t size = (bytes + page - 1) / page * page;
-    const int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
     void *device = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
     void *shadow = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (device == MAP_FAILED || shadow == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     std::lock_guard<std::recursive_mutex> lock(mu);
     const uintptr_t base = reinterpret_cast<uintptr_t>(device);
-    allocations[base] = Allocation{base, bytes, static_cast<unsigned char *>(shadow), next_id++, fd};
+    Allocation a{base, bytes, static_cast<unsigned char *>(shadow), next_id++, fd};
+    a.imported = imported;
+    allocations[base] = a;
     *out = static_cast<CUdeviceptr>(base);
     return CUDA_SUCCESS;
+}
+
+static void unmap_device(const Allocation &a) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t size = (a.size + page - 1) / page * page;
+    munmap(reinterpret_cast<void *>(a.base), size);
+    munmap(a.shadow, size);
+    close(a.fd);
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *out, size_t bytes) {
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>((bytes + page - 1) / page * page)) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return map_device(fd, bytes, false, out);
 }
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
     std::lock_guard<std::recursive_mutex> lock(mu);
     auto it = allocations.find(static_cast<uintptr_t>(p));
-    if (it == allocations.end() || !it->second.shadow) return CUDA_ERROR_INVALID_VALUE;
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t size = (it->second.size + page - 1) / page * page;
-    munmap(reinterpret_cast<void *>(it->second.base), size);
-    munmap(it->second.shadow, size);
-    close(it->second.fd);
+    if (it == allocations.end() || !it->second.shadow || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+    unmap_device(it->second);
+    allocations.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    auto it = allocations.find(static_cast<uintptr_t>(p));
+    if (it == allocations.end() || !it->second.shadow || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+    FakeIpcHandle f{kIpcMagic, static_cast<int>(getpid()), it->second.fd, it->second.size};
+    std::memset(h, 0, sizeof *h);
+    std::memcpy(h, &f, sizeof f);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned int) {
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    FakeIpcHandle f;
+    std::memcpy(&f, &h, sizeof f);
+    if (f.magic != kIpcMagic) return CUDA_ERROR_INVALID_VALUE;
+    if (f.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;  // CUDA refuses a process its own handles
+    const std::string path = "/proc/" + std::to_string(f.pid) + "/fd/" + std::to_string(f.fd);
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+    return map_device(fd, f.size, true, p);
+}
+
+CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr p) {
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    auto it = allocations.find(static_cast<uintptr_t>(p));
+    if (it == allocations.end() || !it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+    unmap_device(it->second);
     allocations.erase(it);
     return CUDA_SUCCESS;
 }
@@ -283,6 +378,39 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
     event_stream[fe] = fs;
     return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!image) return CUDA_ERROR_INVALID_VALUE;
+    *m = reinterpret_cast<CUmodule>(&fake_module);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *name) {
+    for (const FakeKernel &k : kernels)
+        if (std::string(name) == k.name) {
+            *f = reinterpret_cast<CUfunction>(const_cast<FakeKernel *>(&k));
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+// The parameters of engine_kernels.hpp: dst, sources, nsources, packs, n, accumulate.
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int, unsigned int, unsigned int bx, unsigned int,
+                                unsigned int, unsigned int, CUstream s, void **params, void **) {
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!s || !params || gx == 0 || bx == 0 || bx > 1024) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    Op op;
+    op.kernel = reinterpret_cast<const FakeKernel *>(f);
+    op.kdst = *static_cast<void **>(params[0]);
+    const LoomSources &sources = *static_cast<const LoomSources *>(params[1]);
+    op.nsources = *static_cast<int *>(params[2]);
+    op.n = *static_cast<size_t *>(params[4]);
+    op.accumulate = *static_cast<int *>(params[5]);
+    if (op.nsources < 1 || op.nsources > kMaxKernelSources) return CUDA_ERROR_INVALID_VALUE;
+    for (int k = 0; k < op.nsources; ++k) op.ksources[k] = sources.p[k];
+    reinterpret_cast<FakeStream *>(s)->queue.push_back(op);
+    return CUDA_SUCCESS;
+}
+
 // Each query lets the event's stream run one operation: a poller sees
 // NOT_READY before the work is done, as with a real device.
 CUresult CUDAAPI cuEventQuery(CUevent e) {

@@ -35,11 +35,11 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
 fi
 env_arg() { if [ $hydra = yes ]; then printf ' -genv %s %s' "${1%%=*}" "${1#*=}"; else printf ' -x %s' "$1"; fi; }
 status=0
-run() {  # run NP TIMEOUT MODE [MCA...]
+run() {  # run NP TIMEOUT MODE [MCA...]; $quick and $force go to the program
     np=$1 limit=$2 mode=$3
     shift 3
     out=$(timeout "$limit" "$MPIEXEC" $oversubscribe -np "$np" $(env_arg LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}") \
-        "$@" "$dir/test_device_buffers" "$mode" $require $quick 2>&1)
+        "$@" "$dir/test_device_buffers" "$mode" $require $quick $force 2>&1)
     rc=$?
     if [ $rc -ne 0 ]; then
         echo "FAIL: test_device_buffers $mode on $np ranks (rc $rc)"
@@ -49,12 +49,19 @@ run() {  # run NP TIMEOUT MODE [MCA...]
         echo "$out" | grep -E '^(PASS|SKIP)'
     fi
 }
+force=""
 for np in 1 2 3 4 5; do
     quick=""
     run $np 300 --api
 done
 quick=--quick
 run 17 300 --api
+# Both CUDA IPC allreduces at every size (the built-in rules split them at 64 KiB).
+for algorithm in cuda_ipc_one_shot cuda_ipc_reduce_scatter_allgather; do
+    force="--allreduce $algorithm"
+    for np in 2 3 7; do run $np 300 --api; done
+done
+force=
 # coll/loom: MPI_* calls on device buffers.
 component_path=$(cd "$top/coll/component-path" 2>/dev/null && pwd)
 if [ -n "$component_path" ] && [ $hydra = no ]; then

@@ -17,6 +17,8 @@
 #include "loom.h"
 
 static int rank, p, failures, use_mpi;
+static int ipc_on = 1;       /* cuda_ipc as set on the communicator */
+static const char *forced;   /* the allreduce algorithm forced, if any */
 static loom_comm_t comm;
 
 #define CHECK_RC(call)                                                                                \
@@ -191,6 +193,18 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
                 }
             }
         }
+        /* Blocking, every buffer on the device: run on the device through CUDA IPC. */
+        if (!use_mpi && f == BLOCKING && w == BOTH && ipc_on) {
+            const char *ran = NULL;
+            CHECK_RC(loom_comm_last_algorithm(comm, coll_names[c], &ran));
+            const int right = ran && (c == ALLREDUCE ? !strncmp(ran, "cuda_ipc_", 9) && (!forced || !strcmp(ran, forced))
+                                                     : !strcmp(ran, "cuda_ipc_direct"));
+            if (!right) {
+                fprintf(stderr, "rank %d: %s n=%ld on device buffers ran %s\n", rank, coll_names[c], n,
+                        ran ? ran : "(none)");
+                ok = 0;
+            }
+        }
         memset(host_out, 0, sizeof(int) * (size_t)recv_elems);
         CHECK_RC(loom_memory_copy(host_out, recv, sizeof(int) * (size_t)recv_elems));
         for (long i = 0; i < out_elems; ++i)
@@ -287,13 +301,15 @@ static int fallback_cases(void) {
 
 int main(int argc, char **argv) {
     int require = 0, quick = 0;
+    const char *allreduce_algorithm = NULL;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--mpi")) use_mpi = 1;
         else if (!strcmp(argv[i], "--api")) use_mpi = 0;
         else if (!strcmp(argv[i], "--require-driver")) require = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--allreduce") && i + 1 < argc) allreduce_algorithm = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--api|--mpi] [--require-driver] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--api|--mpi] [--require-driver] [--quick] [--allreduce ALGORITHM]\n", argv[0]);
             return 2;
         }
     }
@@ -310,6 +326,8 @@ int main(int argc, char **argv) {
     }
     loom_device_free(probe);
     CHECK_RC(loom_comm_create(MPI_COMM_WORLD, &comm));
+    if (allreduce_algorithm) CHECK_RC(loom_comm_set_param(comm, "allreduce_algorithm", allreduce_algorithm));
+    forced = allreduce_algorithm;
     check_detection();
     const long large = quick ? 4099 : 1000003;
     const long counts[] = {0, 1, p - 1, p, p + 1, large};
@@ -333,14 +351,17 @@ int main(int argc, char **argv) {
     loom_staging_info_t info;
     CHECK_RC(loom_comm_staging_info(comm, &info));
     if (!use_mpi) {
-        /* Many small chunks: the pinned ring is reused. */
+        /* Staged (cuda_ipc=0) in many small chunks: the pinned ring is reused. */
+        CHECK_RC(loom_comm_set_param(comm, "cuda_ipc", "0"));
+        ipc_on = 0;
         CHECK_RC(loom_comm_set_param(comm, "cuda_staging_chunk_bytes", "4096"));
         failures += !run_case(ALLREDUCE, BLOCKING, BOTH, 0, 100003, MPI_INT);
         failures += !run_case(ALLREDUCE, BLOCKING, BOTH, 1, 100003, MPI_INT);
         CHECK_RC(loom_comm_staging_info(comm, &info));
-        if (info.staged_calls == 0 || info.pipelined_calls < 2) {
-            fprintf(stderr, "rank %d: staging counters: %llu calls, %llu pipelined\n", rank,
-                    (unsigned long long)info.staged_calls, (unsigned long long)info.pipelined_calls);
+        if (info.staged_calls == 0 || info.pipelined_calls < 2 || info.device_calls == 0) {
+            fprintf(stderr, "rank %d: counters: %llu calls on the device, %llu staged, %llu pipelined (%s)\n", rank,
+                    (unsigned long long)info.device_calls, (unsigned long long)info.staged_calls,
+                    (unsigned long long)info.pipelined_calls, info.reason);
             ++failures;
         }
     } else {
@@ -353,8 +374,10 @@ int main(int argc, char **argv) {
         printf("%s: device buffers (%s, %s): %d cases on %d ranks, %d failures", total ? "FAIL" : "PASS",
                use_mpi ? "MPI_* through coll/loom" : "libloom", loom_cuda_state(), cases, p, total);
     if (rank == 0 && !use_mpi)
-        printf("; %llu staged calls, %llu pipelined on rank 0", (unsigned long long)info.staged_calls,
-               (unsigned long long)info.pipelined_calls);
+        printf("; rank 0: %llu calls on the device (CUDA IPC), %llu staged, %llu pipelined%s%s",
+               (unsigned long long)info.device_calls, (unsigned long long)info.staged_calls,
+               (unsigned long long)info.pipelined_calls, allreduce_algorithm ? "; allreduce forced to " : "",
+               allreduce_algorithm ? allreduce_algorithm : "");
     if (rank == 0) printf("\n");
     loom_comm_free(&comm);
     MPI_Finalize();

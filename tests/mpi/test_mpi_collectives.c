@@ -270,6 +270,10 @@ int main(int argc, char **argv) {
               name);
         if (c < 0) continue;
         char param[64], why[400] = "";
+        /* Device algorithms run device buffers only: tests/mpi/run_device_tests.sh forces them. */
+        const char *memory = NULL;
+        LOOM_OK(loom_algorithm_memory(i, &memory));
+        if (memory && strcmp(memory, "host") != 0) continue;
         snprintf(param, sizeof param, "%s_algorithm", algo.collective);
         LOOM_OK(loom_comm_set_param(comm, param, name));
         if (!applies(comm, algo.collective, name, why, sizeof why)) {

@@ -73,7 +73,7 @@ TEST(CostModel, EveryAlgorithmCompletesAndGrowsWithSize) {
                     a.nodes = &nodes;
                     a.node_slots = true;  // node_slots too, where its input fits the slots
                 }
-                if (!algo->not_applicable(a).empty()) continue;
+                if (!why_not_applicable(*algo, a).empty()) continue;  // host memory: no cuda_ipc
                 double us = -1;
                 ASSERT_EQ(predict_time(*algo, a, m, &us), LOOM_SUCCESS)
                     << algo->name << " " << a.describe() << ": " << last_error_message();

@@ -293,16 +293,17 @@ TEST(Explain, OfflineAnswerMatchesACommunicatorsChoice) {
 }
 
 // Memory types: rules name them (host, cuda, cuda_managed, device, any) and
-// match only calls on that memory; a call on memory Loom has no engine for
-// is explained as not executable yet, naming the rule that would decide, and
-// fails with that reason when run.
+// match only calls on that memory. A rule naming a host algorithm never
+// decides a device call (host algorithms run device buffers only staged);
+// one naming a CUDA IPC algorithm does, where that runs. A device call no
+// algorithm runs is explained as staged, with the reason.
 TEST(Rules, MemoryTypesAreParsedMatchedAndExplained) {
     EXPECT_NE(error_of(R"({"rules": [{"collective": "allreduce", "memory": "gpu", "algorithm": "ring"}]})")
                   .find("\"cuda\", \"cuda_managed\", \"device\" or \"any\""),
               std::string::npos);
     const std::string path = write_file(R"({"rules": [
         {"collective": "allreduce", "memory": "cuda", "algorithm": "ring"},
-        {"collective": "allreduce", "memory": "device", "algorithm": "rabenseifner"},
+        {"collective": "allreduce", "memory": "device", "algorithm": "cuda_ipc_one_shot"},
         {"collective": "allreduce", "memory": "host", "algorithm": "recursive_doubling"}]})");
     Config config;
     ASSERT_EQ(config.set("rules_file", path), LOOM_SUCCESS);
@@ -322,9 +323,16 @@ TEST(Rules, MemoryTypesAreParsedMatchedAndExplained) {
     a.memory = MemoryType::host;
     ASSERT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS);
     EXPECT_STREQ(s.algorithm->name, "recursive_doubling");
+    // On one node: rule 0's ring cannot run device memory, rule 1 decides.
     a.memory = MemoryType::cuda;
+    a.single_node = true;
+    ASSERT_EQ(select_algorithm(config, a, &s), LOOM_SUCCESS) << last_error_message();
+    EXPECT_STREQ(s.algorithm->name, "cuda_ipc_one_shot");
+    EXPECT_EQ(s.why.rfind("rule 1 of " + path, 0), 0u) << s.why;
+    // Across nodes nothing runs it on the device.
+    a.single_node = false;
     EXPECT_EQ(select_algorithm(config, a, &s), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
-    EXPECT_NE(std::string(last_error_message()).find("no algorithm is executable for memory=cuda"), std::string::npos)
+    EXPECT_NE(std::string(last_error_message()).find("Loom stages such calls through host memory"), std::string::npos)
         << last_error_message();
 
     CallSpec spec;
@@ -336,14 +344,17 @@ TEST(Rules, MemoryTypesAreParsedMatchedAndExplained) {
     EXPECT_EQ(e.selection.algorithm, nullptr);
     const std::string table = format_explanation(spec.args, e);
     EXPECT_NE(table.find("on cuda memory"), std::string::npos) << table;
-    EXPECT_NE(table.find("chosen: none (no algorithm is executable for memory=cuda yet"), std::string::npos) << table;
+    EXPECT_NE(table.find("chosen: none (no allreduce algorithm runs"), std::string::npos) << table;
     EXPECT_NE(table.find("rule 0 of " + path + " (memory cuda) names ring"), std::string::npos) << table;
+    EXPECT_NE(table.find("host memory only"), std::string::npos) << table;
     EXPECT_EQ(parse_call_spec("allreduce 1MiB memory=gpu", config, &spec), LOOM_ERR_INVALID_ARGUMENT);
     std::remove(path.c_str());
 }
 
 // The memory type is part of the plan key: a call on other memory is a
-// different plan, and one Loom cannot execute fails before anything runs.
+// different plan (one rank on device memory: the CUDA IPC one-shot), and
+// managed memory, which Loom reads in place as host memory, is no memory a
+// plan is made for.
 TEST(Rules, TheMemoryTypeIsPartOfThePlanKey) {
     InProcessFabric fabric(1);
     Communicator comm(fabric.endpoint(0), Config());
@@ -353,10 +364,16 @@ TEST(Rules, TheMemoryTypeIsPartOfThePlanKey) {
     const char *algorithm = nullptr;
     ASSERT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_SUCCESS);
     EXPECT_EQ(comm.cached_plans(), 1u);
+    EXPECT_FALSE(std::string(algorithm).rfind("cuda_ipc", 0) == 0) << algorithm;
+    a.memory = MemoryType::cuda;
+    ASSERT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_SUCCESS) << last_error_message();
+    EXPECT_STREQ(algorithm, "cuda_ipc_one_shot");
+    EXPECT_EQ(comm.cached_plans(), 2u);
     a.memory = MemoryType::cuda_managed;
     EXPECT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
-    EXPECT_NE(std::string(last_error_message()).find("memory=cuda_managed"), std::string::npos);
-    EXPECT_EQ(comm.cached_plans(), 1u);
+    EXPECT_NE(std::string(last_error_message()).find("on cuda_managed memory: managed memory is read"), std::string::npos)
+        << last_error_message();
+    EXPECT_EQ(comm.cached_plans(), 2u);
 }
 
 }  // namespace

@@ -223,11 +223,48 @@ TEST(Selector, BuiltInRulesTakeTheNodeSlotsWhereEveryNodeHasThem) {
     }
 }
 
+// Device buffers: the last six built-in rules name the CUDA IPC algorithms,
+// which run every rank on one node; across nodes no algorithm runs device
+// memory (Loom stages such calls).
+TEST(Selector, DeviceMemoryTakesTheCudaIpcRulesOnOneNode) {
+    const struct {
+        Collective c;
+        size_t count;
+        const char *algorithm;
+        size_t rule;
+    } expect[] = {{Collective::allreduce, 16, "cuda_ipc_one_shot", 34},
+                  {Collective::allreduce, 16384, "cuda_ipc_one_shot", 34},
+                  {Collective::allreduce, 16385, "cuda_ipc_reduce_scatter_allgather", 35},
+                  {Collective::reduce_scatter_block, 1000, "cuda_ipc_direct", 37},
+                  {Collective::allgather, 1000, "cuda_ipc_direct", 38},
+                  {Collective::alltoall, 1000, "cuda_ipc_direct", 39}};
+    for (int p : {1, 4}) {
+        for (const auto &x : expect) {
+            CollArgs a = args(x.c, p, x.count);
+            a.memory = MemoryType::cuda;
+            a.single_node = p > 1;
+            Selection s;
+            ASSERT_EQ(default_selection(a, &s), LOOM_SUCCESS) << a.describe() << ": " << last_error_message();
+            EXPECT_STREQ(s.algorithm->name, x.algorithm) << a.describe();
+            EXPECT_EQ(s.why.rfind("built-in rule " + std::to_string(x.rule) + ": ", 0), 0u) << s.why;
+            // The same call on host memory never takes them.
+            a.memory = MemoryType::host;
+            ASSERT_EQ(default_selection(a, &s), LOOM_SUCCESS);
+            EXPECT_FALSE(s.algorithm->cuda_ipc) << a.describe();
+        }
+    }
+    CollArgs across = args(Collective::allreduce, 8, 1000);
+    across.memory = MemoryType::cuda;
+    Selection s;
+    EXPECT_EQ(default_selection(across, &s), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+    EXPECT_NE(std::string(last_error_message()).find("stages such calls"), std::string::npos) << last_error_message();
+}
+
 // The defaults are an ordinary rules document: it parses, every rule says
 // why, and as a user's rules file it makes the same choices.
 TEST(Selector, BuiltInRulesAreARulesFile) {
     const RuleSet &builtin = builtin_rules();
-    ASSERT_EQ(builtin.rules.size(), 34u);
+    ASSERT_EQ(builtin.rules.size(), 40u);
     EXPECT_EQ(builtin.path, "built-in rules");
     EXPECT_FALSE(builtin.model.has_value());
     for (const Rule &r : builtin.rules) {

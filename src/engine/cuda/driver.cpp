@@ -9,6 +9,15 @@
 
 #ifdef LOOM_HAVE_CUDA
 #include <cuda.h>
+
+#include <map>
+#include <utility>
+
+#include <set>
+
+#include "../../cuda/engine_kernels.hpp"
+#include "../../cuda/reductions.hpp"
+#include "engine/cuda/kernel_image.hpp"
 #endif
 
 namespace loom {
@@ -25,7 +34,8 @@ namespace {
     X(cuDevicePrimaryCtxRetain) X(cuPointerGetAttributes) X(cuPointerGetAttribute) X(cuMemcpy) X(cuMemcpyAsync) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy)          \
     X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)              \
-    X(cuEventDestroy)
+    X(cuEventDestroy) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)   \
+    X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)
 
 struct Driver {
 #define LOOM_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;
@@ -115,8 +125,51 @@ Status need_driver(const char *what) {
     return fail(LOOM_ERR_INVALID_ARGUMENT, std::string(what) + ": CUDA is " + driver().state);
 }
 
+// The kernel named loom_reduce_<type>_<op> in this thread's context:
+// the module is loaded once per context, functions found once per name.
+Status kernel_for(const char *type, const char *op, CUfunction *out) {
+    static std::mutex mutex;
+    static std::map<CUcontext, CUmodule> modules;
+    static std::map<std::pair<CUcontext, std::string>, CUfunction> functions;
+    const Driver &d = driver();
+    CUcontext ctx = nullptr;
+    d.cuCtxGetCurrent(&ctx);
+    const std::string name = std::string("loom_reduce_") + type + "_" + op;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto f = functions.find({ctx, name});
+    if (f != functions.end()) {
+        *out = f->second;
+        return LOOM_SUCCESS;
+    }
+    auto m = modules.find(ctx);
+    if (m == modules.end()) {
+        CUmodule mod = nullptr;
+        const CUresult r = d.cuModuleLoadData(&mod, loom_kernel_image);
+        if (r != CUDA_SUCCESS) return cuda_fail(r, "loading Loom's CUDA kernels (built for another GPU? NVCC_ARCH_FLAGS)");
+        m = modules.emplace(ctx, mod).first;
+    }
+    CUfunction fn = nullptr;
+    const CUresult r = d.cuModuleGetFunction(&fn, m->second, name.c_str());
+    if (r != CUDA_SUCCESS)
+        return fail(LOOM_ERR_INVALID_OP, std::string("no CUDA kernel for ") + op + " on " + type + " (" + name + ")");
+    functions[{ctx, name}] = fn;
+    *out = fn;
+    return LOOM_SUCCESS;
+}
+
 }  // namespace
 
+bool cuda_kernels_built() { return true; }
+
+bool device_reduction_available(const char *type, const char *op) {
+    using namespace device_list;
+    static const std::set<std::string> pairs = {
+#define LOOM_PAIR_NAME(tname, oname, T, Op) #tname "/" #oname,
+        LOOM_DEVICE_REDUCTIONS(LOOM_PAIR_NAME)
+#undef LOOM_PAIR_NAME
+    };
+    return type && op && pairs.count(std::string(type) + "/" + op) > 0;
+}
 bool cuda_driver_loaded() { return driver().loaded; }
 std::string cuda_driver_state() { return driver().state; }
 
@@ -192,7 +245,35 @@ Status pinned_free(void *ptr) {
     return r == CUDA_SUCCESS ? LOOM_SUCCESS : cuda_fail(r, "cuMemFreeHost");
 }
 
-CopyStream::~CopyStream() {
+static_assert(sizeof(IpcHandle) == sizeof(CUipcMemHandle), "IpcHandle holds a CUipcMemHandle");
+
+Status ipc_get_handle(uintptr_t base, IpcHandle *out) {
+    LOOM_RETURN_IF_ERROR(need_driver("CUDA IPC"));
+    CUipcMemHandle h;
+    const CUresult r = driver().cuIpcGetMemHandle(&h, static_cast<CUdeviceptr>(base));
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuIpcGetMemHandle (memory from a pool or VMM cannot be shared this way)");
+    std::memcpy(out->bytes, &h, sizeof h);
+    return LOOM_SUCCESS;
+}
+
+Status ipc_open(const IpcHandle &handle, void **base) {
+    LOOM_RETURN_IF_ERROR(need_driver("CUDA IPC"));
+    CUipcMemHandle h;
+    std::memcpy(&h, handle.bytes, sizeof h);
+    CUdeviceptr p = 0;
+    const CUresult r = driver().cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuIpcOpenMemHandle (opening a peer's device buffer)");
+    *base = reinterpret_cast<void *>(static_cast<uintptr_t>(p));
+    return LOOM_SUCCESS;
+}
+
+Status ipc_close(void *base) {
+    LOOM_RETURN_IF_ERROR(need_driver("CUDA IPC"));
+    const CUresult r = driver().cuIpcCloseMemHandle(dptr(base));
+    return r == CUDA_SUCCESS ? LOOM_SUCCESS : cuda_fail(r, "cuIpcCloseMemHandle");
+}
+
+DeviceStream::~DeviceStream() {
     if (!stream_) return;
     const Driver &d = driver();
     d.cuStreamSynchronize(static_cast<CUstream>(stream_));
@@ -201,7 +282,7 @@ CopyStream::~CopyStream() {
     d.cuStreamDestroy(static_cast<CUstream>(stream_));
 }
 
-Status CopyStream::ensure() {
+Status DeviceStream::ensure() {
     if (stream_) return LOOM_SUCCESS;
     LOOM_RETURN_IF_ERROR(need_driver("staging"));
     const Driver &d = driver();
@@ -217,26 +298,66 @@ Status CopyStream::ensure() {
     return LOOM_SUCCESS;
 }
 
-Status CopyStream::copy(void *dst, const void *src, size_t bytes, uint64_t *mark) {
-    LOOM_RETURN_IF_ERROR(ensure());
-    const Driver &d = driver();
-    // The event this mark reuses must have fired: wait for the oldest mark.
+Status DeviceStream::free_event_slot() {
+    // The event the next mark reuses must have fired: wait for the oldest mark.
     const uint64_t m = next_mark_;
     if (m > static_cast<uint64_t>(kEvents) && done_ < m - kEvents) {
-        CUresult r = d.cuEventSynchronize(static_cast<CUevent>(events_[(m - kEvents) % kEvents]));
-        if (r != CUDA_SUCCESS) return cuda_fail(r, "waiting for a staging copy");
+        const CUresult r = driver().cuEventSynchronize(static_cast<CUevent>(events_[(m - kEvents) % kEvents]));
+        if (r != CUDA_SUCCESS) return cuda_fail(r, "waiting for Loom's stream");
         done_ = m - kEvents;
     }
-    CUresult r = bytes ? d.cuMemcpyAsync(dptr(dst), dptr(src), bytes, static_cast<CUstream>(stream_)) : CUDA_SUCCESS;
-    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuMemcpyAsync (staging copy)");
-    if ((r = d.cuEventRecord(static_cast<CUevent>(events_[m % kEvents]), static_cast<CUstream>(stream_))) !=
-        CUDA_SUCCESS)
-        return cuda_fail(r, "cuEventRecord");
+    return LOOM_SUCCESS;
+}
+
+Status DeviceStream::mark_point(uint64_t *mark) {
+    const uint64_t m = next_mark_;
+    const CUresult r = driver().cuEventRecord(static_cast<CUevent>(events_[m % kEvents]), static_cast<CUstream>(stream_));
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuEventRecord");
     *mark = next_mark_++;
     return LOOM_SUCCESS;
 }
 
-Status CopyStream::reached(uint64_t mark, bool *yes) {
+Status DeviceStream::copy(void *dst, const void *src, size_t bytes, uint64_t *mark) {
+    LOOM_RETURN_IF_ERROR(ensure());
+    LOOM_RETURN_IF_ERROR(free_event_slot());
+    const CUresult r =
+        bytes ? driver().cuMemcpyAsync(dptr(dst), dptr(src), bytes, static_cast<CUstream>(stream_)) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuMemcpyAsync");
+    return mark_point(mark);
+}
+
+Status DeviceStream::reduce(void *dst, const void *const *sources, int nsources, size_t n, size_t elem_size,
+                            const char *type, const char *op, bool accumulate, uint64_t *mark) {
+    LOOM_RETURN_IF_ERROR(ensure());
+    LOOM_RETURN_IF_ERROR(free_event_slot());
+    CUfunction fn = nullptr;
+    if (n > 0) LOOM_RETURN_IF_ERROR(kernel_for(type, op, &fn));
+    const size_t lanes = elem_size <= 16 && 16 % elem_size == 0 ? 16 / elem_size : 1;
+    for (int first = 0; n > 0 && first < nsources;) {
+        // At most kMaxKernelSources per launch; later launches add to dst.
+        int batch = nsources - first < kMaxKernelSources ? nsources - first : kMaxKernelSources;
+        int acc = accumulate || first > 0 ? 1 : 0;
+        LoomSources s{};
+        bool aligned = reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+        for (int k = 0; k < batch; ++k) {
+            s.p[k] = sources[first + k];
+            aligned = aligned && reinterpret_cast<uintptr_t>(s.p[k]) % 16 == 0;
+        }
+        size_t packs = lanes > 1 && aligned ? n / lanes : 0;
+        const size_t items = packs + (n - packs * lanes);
+        size_t blocks = (items + kKernelThreads - 1) / kKernelThreads;
+        if (blocks > kKernelMaxBlocks) blocks = kKernelMaxBlocks;
+        void *d = dst;
+        void *args[] = {&d, &s, &batch, &packs, &n, &acc};
+        const CUresult r = driver().cuLaunchKernel(fn, static_cast<unsigned>(blocks), 1, 1, kKernelThreads, 1, 1, 0,
+                                                   static_cast<CUstream>(stream_), args, nullptr);
+        if (r != CUDA_SUCCESS) return cuda_fail(r, "launching a reduction kernel");
+        first += batch;
+    }
+    return mark_point(mark);
+}
+
+Status DeviceStream::reached(uint64_t mark, bool *yes) {
     *yes = mark <= done_;
     if (*yes) return LOOM_SUCCESS;
     const CUresult r = driver().cuEventQuery(static_cast<CUevent>(events_[mark % kEvents]));
@@ -247,7 +368,7 @@ Status CopyStream::reached(uint64_t mark, bool *yes) {
     return LOOM_SUCCESS;
 }
 
-Status CopyStream::synchronize() {
+Status DeviceStream::synchronize() {
     if (!stream_) return LOOM_SUCCESS;
     const CUresult r = driver().cuStreamSynchronize(static_cast<CUstream>(stream_));
     if (r != CUDA_SUCCESS) return cuda_fail(r, "waiting for the staging copies");
@@ -257,6 +378,8 @@ Status CopyStream::synchronize() {
 
 #else  // built without cuda.h: every pointer is host memory
 
+bool cuda_kernels_built() { return false; }
+bool device_reduction_available(const char *, const char *) { return false; }
 bool cuda_driver_loaded() { return false; }
 std::string cuda_driver_state() { return "not built: configure found no CUDA toolkit (cuda.h)"; }
 PointerInfo pointer_info(const void *) { return PointerInfo{}; }
@@ -273,17 +396,24 @@ Status no_cuda(const char *what) {
 }
 }  // namespace
 Status device_alloc(size_t, void **) { return no_cuda("device_alloc"); }
+Status ipc_get_handle(uintptr_t, IpcHandle *) { return no_cuda("CUDA IPC"); }
+Status ipc_open(const IpcHandle &, void **) { return no_cuda("CUDA IPC"); }
+Status ipc_close(void *) { return no_cuda("CUDA IPC"); }
 Status device_free(void *) { return no_cuda("device_free"); }
 Status pinned_alloc(size_t, void **) { return no_cuda("pinned_alloc"); }
 Status pinned_free(void *) { return no_cuda("pinned_free"); }
-CopyStream::~CopyStream() = default;
-Status CopyStream::ensure() { return no_cuda("staging"); }
-Status CopyStream::copy(void *, const void *, size_t, uint64_t *) { return no_cuda("staging"); }
-Status CopyStream::reached(uint64_t, bool *yes) {
+DeviceStream::~DeviceStream() = default;
+Status DeviceStream::ensure() { return no_cuda("staging"); }
+Status DeviceStream::copy(void *, const void *, size_t, uint64_t *) { return no_cuda("staging"); }
+Status DeviceStream::reduce(void *, const void *const *, int, size_t, size_t, const char *, const char *, bool,
+                            uint64_t *) {
+    return no_cuda("a device reduction");
+}
+Status DeviceStream::reached(uint64_t, bool *yes) {
     *yes = true;
     return LOOM_SUCCESS;
 }
-Status CopyStream::synchronize() { return LOOM_SUCCESS; }
+Status DeviceStream::synchronize() { return LOOM_SUCCESS; }
 
 #endif
 

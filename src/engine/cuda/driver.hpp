@@ -43,22 +43,46 @@ Status device_free(void *ptr);
 Status pinned_alloc(size_t bytes, void **out);
 Status pinned_free(void *ptr);
 
-// An ordered queue of copies on Loom's own stream, with completion points
-// the caller polls: the staging pipeline's device side.
-class CopyStream {
+// CUDA IPC: a handle another process opens to read and write the
+// allocation at `base` (cuIpcGetMemHandle), and the opening side.
+struct IpcHandle {
+    unsigned char bytes[64];
+};
+Status ipc_get_handle(uintptr_t base, IpcHandle *out);
+// Maps a peer's allocation here (lazy peer access between devices).
+Status ipc_open(const IpcHandle &handle, void **base);
+Status ipc_close(void *base);
+
+// True when this build carries the CUDA kernels (configure found nvcc).
+bool cuda_kernels_built();
+// True when a kernel reduces `op` on `type` (libloom's names): every pair
+// but long double, the complex types and long_double_int.
+bool device_reduction_available(const char *type, const char *op);
+
+// Loom's CUDA engine: an ordered queue of copies and reductions on Loom's
+// own stream, with completion points (events) the caller polls. The
+// staging pipeline's device side, and the IPC algorithms' kernels.
+class DeviceStream {
   public:
-    CopyStream() = default;
-    ~CopyStream();
-    CopyStream(const CopyStream &) = delete;
-    CopyStream &operator=(const CopyStream &) = delete;
+    DeviceStream() = default;
+    ~DeviceStream();
+    DeviceStream(const DeviceStream &) = delete;
+    DeviceStream &operator=(const DeviceStream &) = delete;
     // Enqueues dst = src; *mark is the point after it, for reached().
     Status copy(void *dst, const void *src, size_t bytes, uint64_t *mark);
+    // Enqueues dst = (accumulate ? dst : sources[0]) op sources[...] (n
+    // elements of libloom's `type` and `op` names, any number of sources,
+    // taken in order); *mark as for copy().
+    Status reduce(void *dst, const void *const *sources, int nsources, size_t n, size_t elem_size,
+                  const char *type, const char *op, bool accumulate, uint64_t *mark);
     // True once the copies up to `mark` completed.
     Status reached(uint64_t mark, bool *yes);
     Status synchronize();
 
   private:
     Status ensure();
+    Status mark_point(uint64_t *mark);
+    Status free_event_slot();
     void *stream_ = nullptr;
     static constexpr int kEvents = 8;  // marks in flight
     void *events_[kEvents] = {};
