@@ -32,6 +32,7 @@ struct type_case {
 struct options {
     enum coll coll;
     int nonblocking, full, validate, loom_api, bw;
+    int device; /* -d cuda: buffers in device memory (loom_device_alloc) */
     int interleave_default; /* both sides in this process: Open MPI's default and coll/loom */
     int windows;            /* --interleave-default: windows per side and size */
     double window_us;       /* --interleave-default: about this long each */
@@ -63,6 +64,8 @@ static void usage(FILE *f) {
             "  -f            full output: min, max latency and iterations\n"
             "  -c            validate results (adds a Validation column; exits 1 on a wrong result)\n"
             "  -T TYPE       mpi_char (default), mpi_int, mpi_float or all\n"
+            "  -d cuda|host  where the buffers live (OSU's flag): cuda allocates them in device memory\n"
+            "                through libloom (loom_device_alloc; the first GPU's primary context)\n"
             "  -t CALLS      MPI_Test calls during compute (nonblocking forms; default 0)\n"
             "  --api mpi|loom   plain MPI calls (default) or libloom's C API\n"
             "  --bw          algbw and busbw columns (GB/s, nccl-tests factors)\n"
@@ -123,6 +126,10 @@ static int parse_args(int argc, char **argv, struct options *o) {
             o->full = 1;
         } else if (!strcmp(a, "-c")) {
             o->validate = 1;
+        } else if (!strcmp(a, "-d") && v) {
+            if (strcmp(v, "cuda") && strcmp(v, "host")) return 0;
+            o->device = !strcmp(v, "cuda");
+            ++i;
         } else if (!strcmp(a, "-T") && v) {
             o->types = v;
             ++i;
@@ -316,12 +323,47 @@ static double expected(const struct options *o, int count, size_t i) {
     }
 }
 
+/* -d cuda: the buffers are device memory, written and read through host copies. */
+static void *host_copy;
+static size_t host_copy_bytes;
+static void *host_view(size_t bytes) {
+    if (bytes > host_copy_bytes) {
+        free(host_copy);
+        host_copy = malloc(bytes ? bytes : 1);
+        host_copy_bytes = bytes;
+        if (!host_copy) {
+            fprintf(stderr, "loom-bench: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    return host_copy;
+}
+static void copy_or_die(void *dst, const void *src, size_t bytes) {
+    if (loom_memory_copy(dst, src, bytes) != LOOM_SUCCESS) {
+        fprintf(stderr, "loom-bench: copying to or from device memory: %s\n", loom_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+static void fill_buffer(const struct options *o, const struct type_case *t, void *buf, size_t n) {
+    if (!o->device) {
+        fill(t, buf, n);
+        return;
+    }
+    void *h = host_view(n * t->size);
+    fill(t, h, n);
+    copy_or_die(buf, h, n * t->size);
+}
+
 static int check(const struct options *o, const struct type_case *t, void *sb, void *rb, int count, int *counts) {
-    fill(t, sb, send_elems(o, count));
-    memset(rb, 0, recv_elems(o, count) * t->size);
+    const size_t out_bytes = recv_elems(o, count) * t->size;
+    fill_buffer(o, t, sb, send_elems(o, count));
+    void *out = o->device ? host_view(out_bytes) : rb;
+    memset(out, 0, out_bytes);
+    if (o->device) copy_or_die(rb, out, out_bytes);
     one_call(o, t, sb, rb, count, counts);
+    if (o->device) copy_or_die(out, rb, out_bytes);
     int bad = 0;
-    for (size_t i = 0; i < recv_elems(o, count) && !bad; ++i) bad = value_at(t, rb, i) != expected(o, count, i);
+    for (size_t i = 0; i < recv_elems(o, count) && !bad; ++i) bad = value_at(t, out, i) != expected(o, count, i);
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return !any;
@@ -503,7 +545,17 @@ static void measure_interleaved(const struct options *o, const struct type_case 
 
 static void run_type(const struct options *o, const struct type_case *t) {
     const size_t cap_elems = (size_t)(o->max_bytes / t->size + 1) * size + 16;
-    void *sb = malloc(cap_elems * t->size), *rb = malloc(cap_elems * t->size);
+    void *sb = NULL, *rb = NULL;
+    if (o->device) {
+        if (loom_device_alloc(cap_elems * t->size, &sb) != LOOM_SUCCESS ||
+            loom_device_alloc(cap_elems * t->size, &rb) != LOOM_SUCCESS) {
+            fprintf(stderr, "loom-bench: -d cuda: %s (%s)\n", loom_last_error(), loom_cuda_state());
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    } else {
+        sb = malloc(cap_elems * t->size);
+        rb = malloc(cap_elems * t->size);
+    }
     int *counts = malloc(sizeof(int) * size);
     /* --interleave-default: rows kept until the end, one table per side. */
     const int sides = o->interleave_default ? 2 : 1;
@@ -513,11 +565,12 @@ static void run_type(const struct options *o, const struct type_case *t) {
         fprintf(stderr, "loom-bench: out of memory for %ld-byte messages\n", o->max_bytes);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    fill(t, sb, cap_elems);
+    fill_buffer(o, t, sb, cap_elems);
     if (rank == 0) {
         printf("# Loom loom-bench %s%s Latency Test (OSU 7.2 format, %s)\n", o->nonblocking ? "Non-blocking " : "",
                coll_titles[o->coll], o->loom_api ? "libloom API" : "MPI calls");
         printf("# Datatype: %s.\n", t->mpi_name);
+        if (o->device) printf("# Buffers: device memory (-d cuda; %s).\n", loom_cuda_state());
         if (o->interleave_default)
             printf(
                 "# Interleaved in this process: Open MPI's default collectives (a communicator with the info "
@@ -546,7 +599,7 @@ static void run_type(const struct options *o, const struct type_case *t) {
             if (o->validate) {
                 if (o->interleave_default) bench_comm = side == 0 ? default_comm : loom_side_comm;
                 r[side].valid = check(o, t, sb, rb, count, counts);
-                fill(t, sb, cap_elems);
+                fill_buffer(o, t, sb, cap_elems);
             }
             failed |= !r[side].valid;
         }
@@ -565,8 +618,13 @@ static void run_type(const struct options *o, const struct type_case *t) {
             if (side == 0) printf("\n");
         }
     if (rank == 0) printf("\n");
-    free(sb);
-    free(rb);
+    if (o->device) {
+        loom_device_free(sb);
+        loom_device_free(rb);
+    } else {
+        free(sb);
+        free(rb);
+    }
     free(counts);
     free(rows);
     if (failed) {
@@ -619,6 +677,13 @@ int main(int argc, char **argv) {
     if (!any) {
         if (rank == 0)
             fprintf(stderr, "loom-bench: unknown datatype '%s' (mpi_char, mpi_int, mpi_float, all)\n", o.types);
+        MPI_Finalize();
+        return 2;
+    }
+    if (o.device && o.interleave_default) {
+        if (rank == 0)
+            fprintf(stderr, "loom-bench: -d cuda with --interleave-default: Open MPI's default collectives are not "
+                            "CUDA-aware here and would be handed device memory; compare with --api loom instead\n");
         MPI_Finalize();
         return 2;
     }

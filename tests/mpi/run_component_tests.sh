@@ -140,9 +140,11 @@ fi
 # collective: run i takes each collective's i-th, shorter lists wrapping.
 # With "across", not shared_slots, which runs within one node only (the
 # one-node runs force it); without, not node_slots, which needs two nodes.
+# Never the cuda_ipc ones, which run device buffers only
+# (run_device_tests.sh forces them).
 rows() {
     echo "$algorithms" | awk -v only="${1:-}" -v across="${2:-}" '
-        NF == 3 && (only == "" || $3 == only) && $2 != (across != "" ? "shared_slots" : "node_slots") {
+        NF == 3 && (only == "" || $3 == only) && $2 != (across != "" ? "shared_slots" : "node_slots") && $2 !~ /^cuda_ipc_/ {
             if (!($1 in n)) { order[++k] = $1; n[$1] = 0 }
             list[$1, n[$1]++] = $2
         }
