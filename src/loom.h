@@ -285,6 +285,26 @@ int loom_memory_copy(void *dst, const void *src, size_t bytes);
  * one, device 0's primary context is made current): for tests and loom-bench. */
 int loom_device_alloc(size_t bytes, void **out);
 int loom_device_free(void *ptr);
+/* A CUDA stream (cudaStream_t, CUstream) as an opaque pointer, so that
+ * loom.h needs no CUDA header; NULL is the legacy default stream. */
+typedef void *loom_cuda_stream_t;
+/* Stream-ordered forms, NCCL's calling convention: the collective runs after
+ * the work enqueued on `stream` before the call, and work enqueued on
+ * `stream` after the call sees its result. In this release the call waits
+ * for the stream's earlier work and returns once the collective is done (it
+ * does not yet hand the host back before). Buffers anywhere; a non-NULL
+ * stream without the CUDA driver is LOOM_ERR_INVALID_ARGUMENT. */
+int loom_allreduce_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
+                             loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_reduce_scatter_on_stream(const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
+                                  loom_datatype_t type, loom_op_t op, loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_reduce_scatter_block_on_stream(const void *sendbuf, void *recvbuf, int64_t recvcount, loom_datatype_t type,
+                                        loom_op_t op, loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_allgather_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type,
+                             loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_alltoall_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type,
+                            loom_comm_t comm, loom_cuda_stream_t stream);
+
 /* Calls on device buffers: run on the device (blocking calls with both
  * buffers on the device, every rank on one node: CUDA IPC) or staged
  * through host memory (everything else, and where CUDA IPC cannot run). */

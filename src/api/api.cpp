@@ -748,6 +748,34 @@ int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loo
     });
 }
 
+// Stream-ordered: the stream's earlier work first, then the blocking call,
+// whose device work is complete when it returns.
+int loom_allreduce_on_stream(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
+                             loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_allreduce(s, r, count, t, op, comm);
+}
+int loom_reduce_scatter_on_stream(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
+                                  loom_comm_t comm, loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_reduce_scatter(s, r, counts, t, op, comm);
+}
+int loom_reduce_scatter_block_on_stream(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
+                                        loom_comm_t comm, loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_reduce_scatter_block(s, r, count, t, op, comm);
+}
+int loom_allgather_on_stream(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
+                             loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_allgather(s, r, count, t, comm);
+}
+int loom_alltoall_on_stream(const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
+                            loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_alltoall(s, r, count, t, comm);
+}
+
 int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                         loom_request_t *out) {
     return with_request(out, [&](Started *req) {

@@ -203,18 +203,25 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--datatypes")) datatypes = true;
         else if (!std::strcmp(a, "-v") || !std::strcmp(a, "--version")) {
             std::printf("loom %d.%d.%d\n", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
-            std::printf("built with:%s%s\n",
+            std::printf("built with:%s%s%s\n",
 #ifdef LOOM_HAVE_UCX
                         " ucx",
 #else
                         "",
 #endif
 #ifdef LOOM_HAVE_HWLOC
-                        " hwloc"
+                        " hwloc",
+#else
+                        "",
+#endif
+#ifdef LOOM_HAVE_CUDA
+                        " cuda"
 #else
                         ""
 #endif
             );
+            // Device buffers: whether this process found the driver (loaded at run time).
+            std::printf("cuda driver: %s\n", loom_cuda_state());
             return 0;
         } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
             usage(stdout);

@@ -336,9 +336,11 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
     delete fs;
     return CUDA_SUCCESS;
 }
+FakeStream legacy_default_stream;  // stream 0
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::recursive_mutex> lock(mu);
-    drain(reinterpret_cast<FakeStream *>(s));
+    drain(s ? reinterpret_cast<FakeStream *>(s) : &legacy_default_stream);
     return CUDA_SUCCESS;
 }
 

@@ -35,8 +35,8 @@ static int value(int r, long i) { return (int)((r * 7 + i * 3) % 101) - 50; }
 
 enum coll { ALLREDUCE, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHER, ALLTOALL, NCOLL };
 static const char *coll_names[] = {"allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "alltoall"};
-enum form { BLOCKING, NONBLOCKING, PERSISTENT, NFORMS };
-static const char *form_names[] = {"blocking", "nonblocking", "persistent"};
+enum form { BLOCKING, NONBLOCKING, PERSISTENT, ON_STREAM, NFORMS };
+static const char *form_names[] = {"blocking", "nonblocking", "persistent", "on the default stream"};
 /* Which buffers are on the device. */
 enum where { BOTH, SEND_ONLY, RECV_ONLY, NWHERE };
 static const char *where_names[] = {"both on device", "send on device", "recv on device"};
@@ -123,6 +123,15 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
             if (c == ALLGATHER) CHECK_RC(loom_iallgather(s, r, n, LOOM_INT32, comm, lreq));
             if (c == ALLTOALL) CHECK_RC(loom_ialltoall(s, r, n, LOOM_INT32, comm, lreq));
             break;
+        case ON_STREAM:
+            if (c == ALLREDUCE) CHECK_RC(loom_allreduce_on_stream(s, r, n, LOOM_INT32, LOOM_SUM, comm, NULL));
+            if (c == REDUCE_SCATTER_BLOCK)
+                CHECK_RC(loom_reduce_scatter_block_on_stream(s, r, n, LOOM_INT32, LOOM_SUM, comm, NULL));
+            if (c == REDUCE_SCATTER)
+                CHECK_RC(loom_reduce_scatter_on_stream(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, NULL));
+            if (c == ALLGATHER) CHECK_RC(loom_allgather_on_stream(s, r, n, LOOM_INT32, comm, NULL));
+            if (c == ALLTOALL) CHECK_RC(loom_alltoall_on_stream(s, r, n, LOOM_INT32, comm, NULL));
+            break;
         default:
             if (c == ALLREDUCE) CHECK_RC(loom_allreduce_init(s, r, n, LOOM_INT32, LOOM_SUM, comm, lreq));
             if (c == REDUCE_SCATTER_BLOCK)
@@ -194,7 +203,7 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
             }
         }
         /* Blocking, every buffer on the device: run on the device through CUDA IPC. */
-        if (!use_mpi && f == BLOCKING && w == BOTH && ipc_on) {
+        if (!use_mpi && (f == BLOCKING || f == ON_STREAM) && w == BOTH && ipc_on) {
             const char *ran = NULL;
             CHECK_RC(loom_comm_last_algorithm(comm, coll_names[c], &ran));
             const int right = ran && (c == ALLREDUCE ? !strncmp(ran, "cuda_ipc_", 9) && (!forced || !strcmp(ran, forced))
@@ -334,7 +343,7 @@ int main(int argc, char **argv) {
     int cases = 0;
     for (int c = 0; c < NCOLL; ++c)
         for (int f = 0; f < NFORMS; ++f) {
-            if (use_mpi && f == PERSISTENT) continue;
+            if (use_mpi && (f == PERSISTENT || f == ON_STREAM)) continue;
             for (int w = 0; w < NWHERE; ++w)
                 for (int in_place = 0; in_place < 2; ++in_place) {
                     if (in_place && w != BOTH) continue; /* one buffer: on the device */
@@ -342,7 +351,7 @@ int main(int argc, char **argv) {
                         /* alltoall and the scatters move p times the count: keep them small */
                         long n = counts[k];
                         if (n == large && c != ALLREDUCE && c != ALLGATHER) n = large / (p * 4) + 1;
-                        if (n == large && (f != BLOCKING || w != BOTH)) n = 4099;
+                        if (n == large && ((f != BLOCKING && f != ON_STREAM) || w != BOTH)) n = 4099;
                         failures += !run_case((enum coll)c, (enum form)f, (enum where)w, in_place, n, MPI_INT);
                         ++cases;
                     }

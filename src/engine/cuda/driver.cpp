@@ -190,6 +190,16 @@ void *current_context() {
     return ctx;
 }
 
+Status stream_synchronize(void *stream) {
+    if (!driver().loaded) {
+        if (!stream) return LOOM_SUCCESS;
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "a CUDA stream was given, but CUDA is " + driver().state);
+    }
+    if (!stream && !context_current()) return LOOM_SUCCESS;  // no context: nothing was enqueued in this thread
+    const CUresult r = driver().cuStreamSynchronize(static_cast<CUstream>(stream));
+    return r == CUDA_SUCCESS ? LOOM_SUCCESS : cuda_fail(r, "waiting for the caller's stream");
+}
+
 Status memory_copy(void *dst, const void *src, size_t bytes, void *context) {
     if (bytes == 0) return LOOM_SUCCESS;
     if (!driver().loaded) {
@@ -386,6 +396,10 @@ PointerInfo pointer_info(const void *) { return PointerInfo{}; }
 MemoryType memory_type_of(const void *) { return MemoryType::host; }
 PointerCache::Counters pointer_cache_counters() { return PointerCache::Counters{}; }
 void *current_context() { return nullptr; }
+Status stream_synchronize(void *stream) {
+    if (!stream) return LOOM_SUCCESS;
+    return fail(LOOM_ERR_INVALID_ARGUMENT, "a CUDA stream was given, but this libloom was built without CUDA");
+}
 Status memory_copy(void *dst, const void *src, size_t bytes, void *) {
     if (bytes) std::memcpy(dst, src, bytes);
     return LOOM_SUCCESS;

@@ -34,6 +34,9 @@ PointerCache::Counters pointer_cache_counters();
 Status memory_copy(void *dst, const void *src, size_t bytes, void *context = nullptr);
 // This thread's current CUDA context, or null.
 void *current_context();
+// Returns once the work enqueued on `stream` (a CUstream; null: the legacy
+// default stream) is done. A non-null stream without a driver is an error.
+Status stream_synchronize(void *stream);
 
 // Device memory on the current context's device (made current here when
 // none is: the first device's primary context); for tests and loom-bench.
