@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -33,6 +34,7 @@ struct loom_comm {
         loom::PinnedBuffer ring;  // the pipelined allreduce's chunks
         loom::DeviceStream stream;
         uint64_t calls = 0, pipelined = 0, bytes = 0, device_calls = 0;
+        std::map<std::pair<size_t, uint64_t>, size_t> chunks;  // (bytes, parameter generation) -> chunk
         std::string reason;  // why the last device call was staged
     } staging;
     std::unique_ptr<loom::CudaIpcState> ipc;  // blocking calls on device buffers within a node
@@ -174,13 +176,18 @@ Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, Stagi
         std::fprintf(stderr, "loom[%d]: %s staged: %s\n", c.rank(), full.describe().c_str(), stats.reason.c_str());
     ++stats.calls;
     if (launch == Launch::blocking) {
-        const size_t chunk =
-            staging_chunk_bytes(bytes, static_cast<size_t>(c.config().integer(kParamCudaStagingChunkBytes)));
         stats.bytes += bytes;
+        // Two chunks at least of the smallest the model considers (64 KiB), or of the set size.
+        const size_t configured = static_cast<size_t>(c.config().integer(kParamCudaStagingChunkBytes));
         if (full.collective == Collective::allreduce && need.send_on_device && need.recv_on_device &&
-            bytes >= 2 * chunk) {
-            ++stats.pipelined;
-            return run_pipelined_allreduce(c, full, call, chunk, stats.ring, stats.stream);
+            bytes >= 2 * (configured ? configured : 64 * 1024)) {
+            // The model's choice, kept per message size and parameter generation.
+            auto &known = stats.chunks[{bytes, c.config().generation()}];
+            if (!known) known = model_chunk_bytes(c, full, call.type);
+            if (bytes >= 2 * known) {
+                ++stats.pipelined;
+                return run_pipelined_allreduce(c, full, call, known, stats.ring, stats.stream);
+            }
         }
         StagedCall &s = stats.blocking;
         LOOM_RETURN_IF_ERROR(s.prepare(full, c.rank(), call, need));

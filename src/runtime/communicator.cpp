@@ -462,6 +462,15 @@ void Communicator::forget_retired_plans() {
     retired_.resize(kept);
 }
 
+bool Communicator::predicted_time(CollArgs args, loom_datatype_t type, double *us) const {
+    complete_args(args, type, args.in_place);
+    Selection sel;
+    if (select_algorithm(config_, with_knobs(args), &sel) != LOOM_SUCCESS) return false;
+    CollArgs tuned = with_knobs(args);
+    sel.apply_knobs(&tuned);
+    return predict_time(*sel.algorithm, tuned, model_for(config_), us) == LOOM_SUCCESS;
+}
+
 void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const {
     args.nranks = size();
     args.elem_size = datatype_info(type)->size;

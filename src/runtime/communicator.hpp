@@ -215,6 +215,10 @@ class Communicator {
     }
 
     const char *last_algorithm(Collective c) const { return last_algorithm_[static_cast<int>(c)]; }
+    // The cost model's time for `args` (a host call) with the algorithm the
+    // selector would take; false where it cannot tell (too many ranks).
+    bool predicted_time(CollArgs args, loom_datatype_t type, double *us) const;
+    const Config &config() const { return config_; }
     // For calls run outside the communicator (device buffers through CUDA IPC).
     void set_last_algorithm(Collective c, const char *name) { last_algorithm_[static_cast<int>(c)] = name; }
     size_t cached_plans() const { return cache_.size(); }

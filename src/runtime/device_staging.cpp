@@ -1,5 +1,8 @@
 #include "runtime/device_staging.hpp"
 
+#include "select/cost_model.hpp"
+#include "select/selector.hpp"
+
 #include <algorithm>
 #include <sched.h>
 
@@ -86,6 +89,29 @@ size_t staging_chunk_bytes(size_t bytes, size_t configured) {
     size_t chunk = 256 * 1024;
     while (chunk < 4 * 1024 * 1024 && chunk * 4 < bytes) chunk *= 2;
     return chunk;
+}
+
+size_t model_chunk_bytes(const Communicator &comm, const CollArgs &args, loom_datatype_t type) {
+    const size_t bytes = args.count * args.elem_size;
+    const size_t configured = static_cast<size_t>(comm.config().integer(kParamCudaStagingChunkBytes));
+    if (configured) return configured;
+    const CostModel model = model_for(comm.config());
+    size_t best = 0;
+    double best_us = 0;
+    for (size_t chunk = 64 * 1024; chunk <= 16 * 1024 * 1024 && chunk * 2 <= bytes; chunk *= 2) {
+        CollArgs part = args;
+        part.count = chunk / args.elem_size;
+        part.in_place = true;
+        part.memory = MemoryType::host;
+        double chunk_us = 0;
+        if (!comm.predicted_time(part, type, &chunk_us)) return staging_chunk_bytes(bytes, 0);
+        const double us = staged_pipeline_time(bytes, part.count * args.elem_size, chunk_us, model);
+        if (!best || us < best_us) {
+            best = part.count * args.elem_size;
+            best_us = us;
+        }
+    }
+    return best ? best : staging_chunk_bytes(bytes, 0);
 }
 
 Status run_pipelined_allreduce(Communicator &comm, const CollArgs &args, const CallData &user, size_t chunk_bytes,

@@ -73,6 +73,12 @@ std::vector<StagingChunk> staging_chunks(size_t count, size_t elem_size, size_t 
 // The chunk size for a pipelined staging of `bytes`: the parameter, or
 // 0 (auto): a quarter of the message in powers of two, 256 KiB to 4 MiB.
 size_t staging_chunk_bytes(size_t bytes, size_t configured);
+// The cost model's chunk for a pipelined staged allreduce of `args` (the
+// whole call): the power of two from 64 KiB to 16 MiB, at most half the
+// message, with the least predicted time (staged_pipeline_time, each chunk's
+// allreduce priced by predict_time). The parameter wins when set; where the
+// model cannot price the chunks, staging_chunk_bytes's rule.
+size_t model_chunk_bytes(const Communicator &comm, const CollArgs &args, loom_datatype_t type);
 
 // A blocking allreduce of device buffers (both on the device), pipelined.
 // `ring` and `stream` are the communicator's, reused across calls.

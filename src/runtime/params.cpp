@@ -132,8 +132,9 @@ const std::vector<ParamSpec> &param_table() {
          0, 0, Collective::allreduce, "auto,spin,yield"},
         {kParamCudaStagingChunkBytes, "cuda_staging_chunk_bytes", ParamType::size, "0", 5,
          "Chunk of a blocking allreduce on device buffers staged through pinned host memory: the copy of one chunk "
-         "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: a "
-         "quarter of the message in powers of two, 256 KiB to 4 MiB",
+         "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: the "
+         "cost model's choice (its pcie link for the copies, its prediction of each chunk's allreduce), a power of "
+         "two from 64 KiB to 16 MiB",
          0, 1LL << 30, Collective::allreduce},
         {kParamCudaIpc, "cuda_ipc", ParamType::integer, "1", 5,
          "Blocking collectives whose buffers are all on the device, among the ranks of one node: 1 run them on the "

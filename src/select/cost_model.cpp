@@ -77,6 +77,7 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
         LinkCost *link = key == "shm"     ? &m.shared_memory
                          : key == "intra" ? &m.intra_node
                          : key == "net"   ? &m.network
+                         : key == "pcie"  ? &m.pcie
                                           : nullptr;
         if (link) {
             const size_t colon = value.find(':');
@@ -99,7 +100,7 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             m.shm_max_bytes = static_cast<size_t>(bytes);
         } else {
             return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "cost model: unknown key '" + key + "' (known: shm, intra, net, reduce, copy, shm_max)");
+                        "cost model: unknown key '" + key + "' (known: shm, intra, net, pcie, reduce, copy, shm_max)");
         }
     }
     *out = m;
@@ -108,7 +109,7 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
 
 std::string CostModel::describe() const {
     return "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) + ",net=" + link_text(network) +
-           ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
+           ",pcie=" + link_text(pcie) + ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
            ",shm_max=" + std::to_string(shm_max_bytes);
 }
 
@@ -339,6 +340,15 @@ double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
 }
 
 }  // namespace
+
+double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const CostModel &model) {
+    if (bytes == 0 || chunk == 0) return 0;
+    const size_t chunks = (bytes + chunk - 1) / chunk;
+    const double copy_us = model.pcie.alpha_us + static_cast<double>(std::min(bytes, chunk)) * model.pcie.us_per_byte;
+    // Fill (a copy in), the steady stages, drain (a copy out). A chunk's
+    // copies in and out share Loom's one stream.
+    return 2 * copy_us + static_cast<double>(chunks) * std::max(2 * copy_us, chunk_us);
+}
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
     if (args.nranks > kModelMaxRanks)

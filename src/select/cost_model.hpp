@@ -33,12 +33,16 @@ struct CostModel {
     LinkCost shared_memory{1.0, 1.0 / 8000, 0.1};
     LinkCost intra_node{3.0, 1.0 / 10000, 0.3};
     LinkCost network{5.0, 1.0 / 1250, 0.5};
+    // Copies between device and pinned host memory (the staging of device
+    // buffers): 10 us and 25 GB/s, a PCIe 4/5 x16 link's order; the device
+    // check measures the real one.
+    LinkCost pcie{10.0, 1.0 / 25000, 0};
     double reduce_us_per_byte = 1.0 / 8000;  // gamma
     double copy_us_per_byte = 1.0 / 16000;
     // Messages up to this size between ranks of one node take the rings.
     size_t shm_max_bytes = 128 * 1024;
 
-    // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
+    // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,pcie=10us:25GB/s,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
     // (a link is LATENCY:BANDWIDTH[:OVERHEAD], the overhead kept when left out):
     // any subset, in any order; errors name the key and the value.
     static Status parse(const std::string &text, CostModel *out);
@@ -54,5 +58,11 @@ constexpr int kModelMaxRanks = 256;
 // programs do not complete against each other (a plan bug) or the
 // communicator is larger than kModelMaxRanks.
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us);
+
+// A pipelined staging of `bytes` in chunks of `chunk` bytes, each chunk's
+// collective taking `chunk_us`: the copies to and from the device on the
+// pcie link (one stream: in and out in turn) overlap the collectives, so the
+// slower of the two sets the pace.
+double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const CostModel &model);
 
 }  // namespace loom

@@ -6,7 +6,9 @@
 #include "call_args.hpp"
 
 #include "node_map.hpp"
+#include "runtime/device_staging.hpp"
 #include "select/cost_model.hpp"
+#include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
 namespace {
@@ -158,6 +160,52 @@ TEST(CostModel, ReportsPlansWhoseMessagesDoNotMatch) {
         << last_error_message();
     EXPECT_EQ(predict_time(broken, args(Collective::allgather, kModelMaxRanks + 1, 4), CostModel(), &us),
               LOOM_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+// The staging pipeline's price: copies on the pcie link (in and out on one
+// stream) against each chunk's collective, whichever is slower, plus a copy
+// to fill and one to drain; and the chunk the model picks for a staged
+// allreduce on a communicator.
+TEST(CostModel, PricesTheStagingPipelineAndPicksItsChunk) {
+    CostModel m;
+    ASSERT_EQ(CostModel::parse("pcie=5us:10GB/s", &m), LOOM_SUCCESS) << last_error_message();
+    EXPECT_DOUBLE_EQ(m.pcie.alpha_us, 5);
+    EXPECT_DOUBLE_EQ(m.pcie.us_per_byte, 1.0 / 10000);
+    CostModel again;
+    ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS);
+    EXPECT_DOUBLE_EQ(again.pcie.alpha_us, 5);
+    const size_t mib = 1 << 20;
+    const double copy = 5 + mib / 10000.0;  // one 1 MiB chunk across
+    // Copies the slower stage: 8 chunks at two copies each, plus fill and drain.
+    EXPECT_DOUBLE_EQ(staged_pipeline_time(8 * mib, mib, 1, m), 2 * copy + 8 * 2 * copy);
+    // The collective the slower: it sets the pace.
+    EXPECT_DOUBLE_EQ(staged_pipeline_time(8 * mib, mib, 1000, m), 2 * copy + 8 * 1000);
+    EXPECT_EQ(staged_pipeline_time(0, mib, 1000, m), 0);
+
+    InProcessFabric fabric(1);
+    Config config;
+    Communicator comm(fabric.endpoint(0), config);
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.count = 16 * mib;  // 64 MiB of floats
+    a.elem_size = 4;
+    a.nranks = 1;
+    const size_t chunk = model_chunk_bytes(comm, a, LOOM_FLOAT);
+    EXPECT_GE(chunk, 64u * 1024);
+    EXPECT_LE(chunk, 16 * mib);
+    EXPECT_EQ(chunk & (chunk - 1), 0u) << chunk;
+    // A per-chunk cost (pcie latency) that dwarfs the bytes: the largest chunk.
+    ASSERT_EQ(comm.config().set("cost_model", "pcie=100ms:1000GB/s"), LOOM_SUCCESS);
+    EXPECT_EQ(model_chunk_bytes(comm, a, LOOM_FLOAT), 16 * mib);
+    // The parameter wins.
+    ASSERT_EQ(comm.config().set("cuda_staging_chunk_bytes", "1MiB"), LOOM_SUCCESS);
+    EXPECT_EQ(model_chunk_bytes(comm, a, LOOM_FLOAT), mib);
 }
 
 }  // namespace
