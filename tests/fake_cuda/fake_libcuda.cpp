@@ -310,7 +310,8 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUd
     return cuPointerGetAttributes(1, &attr, d, ptr);
 }
 
-CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+// A copy, checked; run now (stream null) or queued on the stream.
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, FakeStream *stream) {
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::recursive_mutex> lock(mu);
     if (!copy_range_ok(dst, bytes) || !copy_range_ok(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
@@ -318,9 +319,12 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
     op.dst = reinterpret_cast<void *>(dst);
     op.src = reinterpret_cast<const void *>(src);
     op.bytes = bytes;
-    run(op);
+    if (stream) stream->queue.push_back(op);
+    else run(op);
     return CUDA_SUCCESS;
 }
+
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) { return copy(dst, src, bytes, nullptr); }
 
 CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int) {
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
@@ -345,16 +349,8 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
 }
 
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
-    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     if (!s) return CUDA_ERROR_INVALID_HANDLE;  // libloom always uses its own stream
-    std::lock_guard<std::recursive_mutex> lock(mu);
-    if (!copy_range_ok(dst, bytes) || !copy_range_ok(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
-    Op op;
-    op.dst = reinterpret_cast<void *>(dst);
-    op.src = reinterpret_cast<const void *>(src);
-    op.bytes = bytes;
-    reinterpret_cast<FakeStream *>(s)->queue.push_back(op);
-    return CUDA_SUCCESS;
+    return copy(dst, src, bytes, reinterpret_cast<FakeStream *>(s));
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int) {

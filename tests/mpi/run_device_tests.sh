@@ -6,21 +6,9 @@
 # cannot touch), which must then load. Skips (77) with the reason when
 # neither exists or no launcher was found.
 set -u
-MPIEXEC=${MPIEXEC:-mpirun}
 top=${top_builddir:-.}
 dir=$top/tests/mpi
-if ! command -v "$MPIEXEC" >/dev/null 2>&1; then
-    echo "SKIP: no MPI launcher ($MPIEXEC) found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_MCA_mpi_yield_when_idle=1
-if "$MPIEXEC" --version 2>&1 | grep -q HYDRA; then
-    hydra=yes oversubscribe=""
-else
-    hydra=no oversubscribe=--oversubscribe
-fi
+. "$(dirname "$0")/launcher.sh"
 require=""
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     fake=$(cd "$top/tests/fake_cuda" 2>/dev/null && pwd)

@@ -5,24 +5,9 @@
 # MPIEXEC may be Open MPI's mpirun or MPICH's Hydra (mpiexec.mpich:
 # scripts/mpich-check.sh), whose options differ.
 set -u
-MPIEXEC=${MPIEXEC:-mpirun}
 # The test programs are built in the build tree, not beside this script.
 dir=${top_builddir:-.}/tests/mpi
-if ! command -v "$MPIEXEC" >/dev/null 2>&1; then
-    echo "SKIP: no MPI launcher ($MPIEXEC) found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Keep Open MPI on shared memory and loopback; no stray network probing.
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_MCA_mpi_yield_when_idle=1
-# Hydra passes the whole environment to every rank and never refuses more
-# ranks than cores; Open MPI's mpirun needs -x and --oversubscribe.
-if "$MPIEXEC" --version 2>&1 | grep -q HYDRA; then
-    hydra=yes oversubscribe=""
-else
-    hydra=no oversubscribe=--oversubscribe
-fi
+. "$(dirname "$0")/launcher.sh"
 # env_args VAR=VALUE...: the launcher's arguments that set them on every rank.
 env_args() {
     for v; do
