@@ -126,7 +126,8 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     if (in_place && recvbuf == nullptr && full.input_count() > 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
     const CallData call = CallData::of(sendbuf, in_place, recvbuf, type, op);
-    const StagingNeed need = staging_need(full, c.rank(), call);
+    // Without a driver, device buffers cannot exist: one check.
+    const StagingNeed need = cuda_driver_loaded() ? staging_need(full, c.rank(), call) : StagingNeed{};
     if (need.any()) {
         full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
         return start_staged(comm, std::move(full), call, need, req, static_cast<int>(launch));

@@ -161,6 +161,15 @@ Status kernel_for(const char *type, const char *op, CUfunction *out) {
 
 bool cuda_kernels_built() { return true; }
 
+namespace detail {
+std::atomic<int> cuda_driver_status{0};
+bool try_cuda_driver() {
+    const bool loaded = driver().loaded;
+    cuda_driver_status.store(loaded ? 1 : 2, std::memory_order_relaxed);
+    return loaded;
+}
+}  // namespace detail
+
 bool device_reduction_available(const char *type, const char *op) {
     using namespace device_list;
     static const std::set<std::string> pairs = {
@@ -170,7 +179,6 @@ bool device_reduction_available(const char *type, const char *op) {
     };
     return type && op && pairs.count(std::string(type) + "/" + op) > 0;
 }
-bool cuda_driver_loaded() { return driver().loaded; }
 std::string cuda_driver_state() { return driver().state; }
 
 PointerInfo pointer_info(const void *ptr) {
@@ -390,7 +398,10 @@ Status DeviceStream::synchronize() {
 
 bool cuda_kernels_built() { return false; }
 bool device_reduction_available(const char *, const char *) { return false; }
-bool cuda_driver_loaded() { return false; }
+namespace detail {
+std::atomic<int> cuda_driver_status{2};
+bool try_cuda_driver() { return false; }
+}  // namespace detail
 std::string cuda_driver_state() { return "not built: configure found no CUDA toolkit (cuda.h)"; }
 PointerInfo pointer_info(const void *) { return PointerInfo{}; }
 MemoryType memory_type_of(const void *) { return MemoryType::host; }

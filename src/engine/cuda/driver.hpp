@@ -3,6 +3,7 @@
 // application made a CUDA context current, every pointer is host memory and
 // the only cost is one check per call.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,9 +14,18 @@
 
 namespace loom {
 
+namespace detail {
+// 0 not tried yet, 1 loaded, 2 not there.
+extern std::atomic<int> cuda_driver_status;
+bool try_cuda_driver();
+}  // namespace detail
 // True once libcuda.so.1 loaded and every symbol Loom uses resolved (tried
-// once, on the first call); false in builds without cuda.h.
-bool cuda_driver_loaded();
+// once, on the first call); false in builds without cuda.h. Inline: every
+// collective asks, and without a driver this is all a call pays.
+inline bool cuda_driver_loaded() {
+    const int s = detail::cuda_driver_status.load(std::memory_order_relaxed);
+    return s ? s == 1 : detail::try_cuda_driver();
+}
 // One line for loom-info and errors: "libcuda.so.1, driver 13.0" or why not.
 std::string cuda_driver_state();
 
