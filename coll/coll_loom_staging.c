@@ -75,26 +75,44 @@ static void count_staged(enum coll_loom_collective c) {
                 mca_coll_loom_collective_name(c));
 }
 
+/* Host copies of a call's device buffers, counted: the send side (none in
+ * place) copied in; the receive side copied in only in place. */
+static int stage_call(enum coll_loom_collective c, coll_loom_stage_t *s, const void *sbuf, size_t send_count,
+                      struct ompi_datatype_t *sdtype, coll_loom_stage_t *r, void *rbuf, size_t recv_count,
+                      struct ompi_datatype_t *rdtype, bool in_place) {
+    int rc = stage(s, in_place ? NULL : sbuf, send_count, sdtype, true);
+    if (rc == OMPI_SUCCESS) rc = stage(r, rbuf, recv_count, rdtype, in_place);
+    else memset(r, 0, sizeof *r);
+    count_staged(c);
+    return rc;
+}
+
+/* Frees the copies, the receive side copied back when the call below (`rc`)
+ * succeeded; the call's result. */
+static int unstage_call(coll_loom_stage_t *s, coll_loom_stage_t *r, int rc) {
+    unstage(s, false);
+    const int copied = unstage(r, rc == OMPI_SUCCESS);
+    return rc == OMPI_SUCCESS ? copied : rc;
+}
+
+static bool call_on_device(const void *sbuf, void *rbuf, bool in_place) {
+    return mca_coll_loom_on_device(in_place ? NULL : sbuf) || mca_coll_loom_on_device(rbuf);
+}
+
 int mca_coll_loom_below_reduce(enum coll_loom_collective c, mca_coll_base_module_allreduce_fn_t fn,
                                mca_coll_base_module_t *below, const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm) {
     const bool in_place = sbuf == MPI_IN_PLACE || (c == COLL_LOOM_ALLREDUCE && sbuf == rbuf);
-    if (!mca_coll_loom_on_device(in_place ? NULL : sbuf) && !mca_coll_loom_on_device(rbuf))
-        return fn(sbuf, rbuf, count, dtype, op, comm, below);
+    if (!call_on_device(sbuf, rbuf, in_place)) return fn(sbuf, rbuf, count, dtype, op, comm, below);
     const size_t in = (size_t)count * (c == COLL_LOOM_REDUCE_SCATTER_BLOCK ? (size_t)ompi_comm_size(comm) : 1);
     coll_loom_stage_t s, r;
-    int rc = stage(&s, in_place ? NULL : sbuf, in, dtype, true);
-    if (rc == OMPI_SUCCESS) rc = stage(&r, rbuf, in_place ? in : (size_t)count, dtype, in_place);
-    else memset(&r, 0, sizeof r);
-    count_staged(c);
+    int rc = stage_call(c, &s, sbuf, in, dtype, &r, rbuf, in_place ? in : (size_t)count, dtype, in_place);
     /* Open MPI's own code passes sbuf == rbuf for in place: both become the copy. */
     if (rc == OMPI_SUCCESS)
         rc = fn(sbuf == MPI_IN_PLACE ? sbuf : in_place ? staged(&r) : staged(&s), staged(&r), count, dtype, op, comm,
                 below);
-    unstage(&s, false);
-    const int out = unstage(&r, rc == OMPI_SUCCESS);
-    return rc == OMPI_SUCCESS ? out : rc;
+    return unstage_call(&s, &r, rc);
 }
 
 int mca_coll_loom_below_reduce_v(enum coll_loom_collective c, mca_coll_base_module_reduce_scatter_fn_t fn,
@@ -102,20 +120,14 @@ int mca_coll_loom_below_reduce_v(enum coll_loom_collective c, mca_coll_base_modu
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm) {
     const bool in_place = sbuf == MPI_IN_PLACE;
-    if (!mca_coll_loom_on_device(in_place ? NULL : sbuf) && !mca_coll_loom_on_device(rbuf))
-        return fn(sbuf, rbuf, rcounts, dtype, op, comm, below);
+    if (!call_on_device(sbuf, rbuf, in_place)) return fn(sbuf, rbuf, rcounts, dtype, op, comm, below);
     size_t in = 0;
     for (int i = 0; i < ompi_comm_size(comm); ++i) in += (size_t)rcounts[i];
     const size_t out = (size_t)rcounts[ompi_comm_rank(comm)];
     coll_loom_stage_t s, r;
-    int rc = stage(&s, in_place ? NULL : sbuf, in, dtype, true);
-    if (rc == OMPI_SUCCESS) rc = stage(&r, rbuf, in_place ? in : out, dtype, in_place);
-    else memset(&r, 0, sizeof r);
-    count_staged(c);
+    int rc = stage_call(c, &s, sbuf, in, dtype, &r, rbuf, in_place ? in : out, dtype, in_place);
     if (rc == OMPI_SUCCESS) rc = fn(in_place ? sbuf : staged(&s), staged(&r), rcounts, dtype, op, comm, below);
-    unstage(&s, false);
-    const int copied = unstage(&r, rc == OMPI_SUCCESS);
-    return rc == OMPI_SUCCESS ? copied : rc;
+    return unstage_call(&s, &r, rc);
 }
 
 int mca_coll_loom_below_move(enum coll_loom_collective c, mca_coll_base_module_allgather_fn_t fn,
@@ -123,18 +135,12 @@ int mca_coll_loom_below_move(enum coll_loom_collective c, mca_coll_base_module_a
                              struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                              struct ompi_communicator_t *comm) {
     const bool in_place = sbuf == MPI_IN_PLACE;
-    if (!mca_coll_loom_on_device(in_place ? NULL : sbuf) && !mca_coll_loom_on_device(rbuf))
-        return fn(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, below);
+    if (!call_on_device(sbuf, rbuf, in_place)) return fn(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, below);
     const size_t p = (size_t)ompi_comm_size(comm);
     const size_t in = (size_t)scount * (c == COLL_LOOM_ALLTOALL ? p : 1);
     coll_loom_stage_t s, r;
-    int rc = stage(&s, in_place ? NULL : sbuf, in, sdtype, true);
-    if (rc == OMPI_SUCCESS) rc = stage(&r, rbuf, (size_t)rcount * p, rdtype, in_place);
-    else memset(&r, 0, sizeof r);
-    count_staged(c);
+    int rc = stage_call(c, &s, sbuf, in, sdtype, &r, rbuf, (size_t)rcount * p, rdtype, in_place);
     if (rc == OMPI_SUCCESS)
         rc = fn(in_place ? sbuf : staged(&s), scount, sdtype, staged(&r), rcount, rdtype, comm, below);
-    unstage(&s, false);
-    const int copied = unstage(&r, rc == OMPI_SUCCESS);
-    return rc == OMPI_SUCCESS ? copied : rc;
+    return unstage_call(&s, &r, rc);
 }
