@@ -34,7 +34,9 @@ struct loom_comm {
         loom::PinnedBuffer ring;  // the pipelined allreduce's chunks
         loom::DeviceStream stream;
         uint64_t calls = 0, pipelined = 0, bytes = 0, device_calls = 0;
-        std::map<std::pair<size_t, uint64_t>, size_t> chunks;  // (bytes, parameter generation) -> chunk
+        // The model's chunk per message size, for the parameters of `chunks_generation`.
+        std::map<size_t, size_t> chunks;
+        uint64_t chunks_generation = 0;
         std::string reason;  // why the last device call was staged
     } staging;
     std::unique_ptr<loom::CudaIpcState> ipc;  // blocking calls on device buffers within a node
@@ -100,13 +102,15 @@ struct Started {
 
 constexpr const char *kStagingReason = "device buffers: Loom's algorithms run on host memory, through pinned copies";
 
-// A call on device buffers, run on host stand-ins (device_staging.hpp).
-Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req, int launch);
-
-// Common front half of every collective: checks, then start.
 // How a call runs: now to completion, started (a request), or persistent
 // (a request started later, as often as wanted).
 enum class Launch { blocking, nonblocking, persistent };
+
+// A call on device buffers, run on host stand-ins (device_staging.hpp).
+Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req,
+                    Launch launch);
+
+// Common front half of every collective: checks, then start.
 
 Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
                   loom_op_t op, bool reduces, Started *req, Launch launch) {
@@ -127,10 +131,10 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
         return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
     const CallData call = CallData::of(sendbuf, in_place, recvbuf, type, op);
     // Without a driver, device buffers cannot exist: one check.
-    const StagingNeed need = cuda_driver_loaded() ? staging_need(full, c.rank(), call) : StagingNeed{};
-    if (need.any()) {
+    if (cuda_driver_loaded()) {
         full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
-        return start_staged(comm, std::move(full), call, need, req, static_cast<int>(launch));
+        const StagingNeed need = staging_need(full, c.rank(), call);
+        if (need.any()) return start_staged(comm, std::move(full), call, need, req, launch);
     }
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
@@ -140,11 +144,23 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     }
 }
 
+// The pipelined allreduce's chunk for `args` (0: no pipeline), priced by
+// the model once per message size while the parameters stay as they are.
+size_t pipeline_chunk(loom_comm::Staging &stats, const Communicator &c, const CollArgs &args, loom_datatype_t type) {
+    if (stats.chunks_generation != c.config().generation() || stats.chunks.size() > 1024) {
+        stats.chunks.clear();
+        stats.chunks_generation = c.config().generation();
+    }
+    const size_t bytes = args.count * args.elem_size;
+    auto known = stats.chunks.find(bytes);
+    if (known != stats.chunks.end()) return known->second;
+    return stats.chunks[bytes] = model_chunk_bytes(c, args, type);
+}
+
 Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req,
-                    int launch_kind) {
+                    Launch launch) {
     Communicator &c = *comm->impl;
     auto &stats = comm->staging;
-    const Launch launch = static_cast<Launch>(launch_kind);
     const size_t bytes = full.input_count() * full.elem_size;
     // Blocking: CUDA IPC where every rank can. A rank with any device buffer
     // takes part in the exchange (run_cuda_ipc), so all ranks agree even when
@@ -178,16 +194,11 @@ Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, Stagi
     ++stats.calls;
     if (launch == Launch::blocking) {
         stats.bytes += bytes;
-        // Two chunks at least of the smallest the model considers (64 KiB), or of the set size.
-        const size_t configured = static_cast<size_t>(c.config().integer(kParamCudaStagingChunkBytes));
-        if (full.collective == Collective::allreduce && need.send_on_device && need.recv_on_device &&
-            bytes >= 2 * (configured ? configured : 64 * 1024)) {
-            // The model's choice, kept per message size and parameter generation.
-            auto &known = stats.chunks[{bytes, c.config().generation()}];
-            if (!known) known = model_chunk_bytes(c, full, call.type);
-            if (bytes >= 2 * known) {
+        if (full.collective == Collective::allreduce && need.send_on_device && need.recv_on_device) {
+            const size_t chunk = pipeline_chunk(stats, c, full, call.type);
+            if (chunk && bytes >= 2 * chunk) {
                 ++stats.pipelined;
-                return run_pipelined_allreduce(c, full, call, known, stats.ring, stats.stream);
+                return run_pipelined_allreduce(c, full, call, chunk, stats.ring, stats.stream);
             }
         }
         StagedCall &s = stats.blocking;
@@ -303,9 +314,6 @@ Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loo
 bool repeated(loom_comm_t comm, Collective c, const void *s, void *r, int64_t count, const int64_t *counts,
               loom_datatype_t t, loom_op_t op, int *rc) {
     if (!comm || !comm->impl || count < 0) return false;
-    // Device buffers take the staging path (start_call).
-    if (cuda_driver_loaded() && (memory_type_of(s) == MemoryType::cuda || memory_type_of(r) == MemoryType::cuda))
-        return false;
     Status st = LOOM_SUCCESS;
     if (!comm->impl->repeat_slots(c, s == MPI_IN_PLACE, s, r, static_cast<size_t>(count), counts, t, op, &st))
         return false;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/device_staging.hpp"
 #include "runtime/slot_call.hpp"
 
 namespace loom {
@@ -210,12 +211,10 @@ Status run_cuda_ipc(Communicator &comm, CudaIpcState &st, const AlgorithmInfo &a
         ready = false;
         local_why = std::string("no CUDA kernel for ") + op_name(call.op) + " on " + datatype_info(call.type)->name;
     }
-    const size_t in_bytes = (call.in_place ? std::max(args.input_count(), args.output_count(me)) : args.input_count()) *
-                            args.elem_size;
-    const size_t out_bytes = std::max(args.output_count(me), call.in_place ? args.input_count() : 0) * args.elem_size;
+    const CallBytes bytes = call_bytes(args, me, call.in_place);
     if (ready)
-        ready = describe(st, input, in_bytes, &mine.in, &local_why) &&
-                describe(st, call.recvbuf, out_bytes, &mine.out, &local_why);
+        ready = describe(st, input, bytes.in, &mine.in, &local_why) &&
+                describe(st, call.recvbuf, bytes.recv, &mine.out, &local_why);
     mine.ready = ready ? 1 : 0;
 
     std::vector<CallDesc> all(static_cast<size_t>(p));
@@ -258,9 +257,8 @@ Status run_cuda_ipc(Communicator &comm, CudaIpcState &st, const AlgorithmInfo &a
         b.out[static_cast<size_t>(r)] = static_cast<unsigned char *>(out_base) + d.out.offset;
     }
     // In-place calls that write where peers read need a device scratch buffer.
-    const size_t scratch_bytes = std::max(args.input_count(), args.output_count(me)) * args.elem_size;
     if (!failed && call.in_place && std::strcmp(algo.name, "cuda_ipc_reduce_scatter_allgather") != 0 &&
-        args.collective != Collective::allgather && ensure_scratch(st, scratch_bytes) != LOOM_SUCCESS) {
+        args.collective != Collective::allgather && ensure_scratch(st, bytes.recv) != LOOM_SUCCESS) {
         failed = 1;
         map_error = last_error_message();
     }

@@ -20,26 +20,26 @@ Status PinnedBuffer::reserve(size_t bytes) {
     return LOOM_SUCCESS;
 }
 
-namespace {
-// In place, the input may sit anywhere in recvbuf (allgather: the rank's
-// block): the whole region read or written is staged.
-size_t in_place_bytes(const CollArgs &args, int rank) {
-    return std::max(args.input_count(), args.output_count(rank)) * args.elem_size;
+CallBytes call_bytes(const CollArgs &args, int rank, bool in_place) {
+    CallBytes b;
+    const size_t in = args.input_count() * args.elem_size, out = args.output_count(rank) * args.elem_size;
+    b.in = in_place ? std::max(in, out) : in;
+    b.recv = in_place ? b.in : out;
+    return b;
 }
-}  // namespace
 
 StagingNeed staging_need(const CollArgs &args, int rank, const CallData &call) {
     StagingNeed need;
-    if (!cuda_driver_loaded()) return need;
     // A buffer of no bytes still says where this rank's buffers are, so that
     // every rank takes the same path.
-    need.recv_used = call.recvbuf && (call.in_place ? in_place_bytes(args, rank) : args.output_count(rank)) > 0;
+    const CallBytes bytes = call_bytes(args, rank, call.in_place);
+    need.recv_used = call.recvbuf && bytes.recv > 0;
     if (call.recvbuf) need.recv_on_device = memory_type_of(call.recvbuf) == MemoryType::cuda;
     if (call.in_place) {
         need.send_used = need.recv_used;
         need.send_on_device = need.recv_on_device;
     } else {
-        need.send_used = call.sendbuf && args.input_count() > 0;
+        need.send_used = call.sendbuf && bytes.in > 0;
         if (call.sendbuf) need.send_on_device = memory_type_of(call.sendbuf) == MemoryType::cuda;
     }
     return need;
@@ -50,14 +50,14 @@ Status StagedCall::prepare(const CollArgs &args, int rank, const CallData &user,
     host_ = user;
     need_ = need;
     context_ = current_context();
-    in_bytes_ = user.in_place ? in_place_bytes(args, rank) : args.input_count() * args.elem_size;
+    bytes_ = call_bytes(args, rank, user.in_place);
     out_bytes_ = args.output_count(rank) * args.elem_size;
     if (need.send_on_device && !user.in_place) {
-        LOOM_RETURN_IF_ERROR(send_.reserve(in_bytes_));
+        LOOM_RETURN_IF_ERROR(send_.reserve(bytes_.in));
         host_.sendbuf = send_.data();
     }
     if (need.recv_on_device) {
-        LOOM_RETURN_IF_ERROR(recv_.reserve(std::max(out_bytes_, user.in_place ? in_bytes_ : 0)));
+        LOOM_RETURN_IF_ERROR(recv_.reserve(bytes_.recv));
         host_.recvbuf = recv_.data();
     }
     return LOOM_SUCCESS;
@@ -65,10 +65,10 @@ Status StagedCall::prepare(const CollArgs &args, int rank, const CallData &user,
 
 Status StagedCall::copy_in() {
     if (user_.in_place) {
-        if (need_.recv_on_device) return memory_copy(recv_.data(), user_.recvbuf, in_bytes_, context_);
+        if (need_.recv_on_device) return memory_copy(recv_.data(), user_.recvbuf, bytes_.in, context_);
         return LOOM_SUCCESS;
     }
-    if (need_.send_on_device) return memory_copy(send_.data(), user_.sendbuf, in_bytes_, context_);
+    if (need_.send_on_device) return memory_copy(send_.data(), user_.sendbuf, bytes_.in, context_);
     return LOOM_SUCCESS;
 }
 
@@ -84,34 +84,39 @@ std::vector<StagingChunk> staging_chunks(size_t count, size_t elem_size, size_t 
     return chunks;
 }
 
-size_t staging_chunk_bytes(size_t bytes, size_t configured) {
-    if (configured) return configured;
+namespace {
+constexpr size_t kSmallestChunk = 64 * 1024;
+
+// Where the model cannot price the chunks: a quarter of the message, 256 KiB to 4 MiB.
+size_t rule_of_thumb_chunk(size_t bytes) {
     size_t chunk = 256 * 1024;
     while (chunk < 4 * 1024 * 1024 && chunk * 4 < bytes) chunk *= 2;
     return chunk;
 }
+}  // namespace
 
 size_t model_chunk_bytes(const Communicator &comm, const CollArgs &args, loom_datatype_t type) {
     const size_t bytes = args.count * args.elem_size;
     const size_t configured = static_cast<size_t>(comm.config().integer(kParamCudaStagingChunkBytes));
     if (configured) return configured;
+    if (bytes < 2 * kSmallestChunk) return 0;
     const CostModel model = model_for(comm.config());
     size_t best = 0;
     double best_us = 0;
-    for (size_t chunk = 64 * 1024; chunk <= 16 * 1024 * 1024 && chunk * 2 <= bytes; chunk *= 2) {
+    for (size_t chunk = kSmallestChunk; chunk <= 16 * 1024 * 1024 && chunk * 2 <= bytes; chunk *= 2) {
         CollArgs part = args;
         part.count = chunk / args.elem_size;
         part.in_place = true;
         part.memory = MemoryType::host;
         double chunk_us = 0;
-        if (!comm.predicted_time(part, type, &chunk_us)) return staging_chunk_bytes(bytes, 0);
+        if (!comm.predicted_time(part, type, &chunk_us)) return rule_of_thumb_chunk(bytes);
         const double us = staged_pipeline_time(bytes, part.count * args.elem_size, chunk_us, model);
         if (!best || us < best_us) {
             best = part.count * args.elem_size;
             best_us = us;
         }
     }
-    return best ? best : staging_chunk_bytes(bytes, 0);
+    return best;
 }
 
 Status run_pipelined_allreduce(Communicator &comm, const CollArgs &args, const CallData &user, size_t chunk_bytes,

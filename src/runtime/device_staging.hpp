@@ -29,6 +29,14 @@ class PinnedBuffer {
     size_t capacity_ = 0;
 };
 
+// The bytes of a call's input buffer it reads, and of recvbuf it reads or
+// writes, on `rank`. In place both are the larger of input and output: the
+// input may sit anywhere in recvbuf (allgather: at the rank's block).
+struct CallBytes {
+    size_t in = 0, recv = 0;
+};
+CallBytes call_bytes(const CollArgs &args, int rank, bool in_place);
+
 // Where a call's buffers live, and what staging them takes.
 struct StagingNeed {
     bool send_on_device = false;  // the input buffer (sendbuf, or recvbuf in place)
@@ -42,7 +50,8 @@ struct StagingNeed {
         return (recv_on_device || !recv_used) && (in_place || send_on_device || !send_used);
     }
 };
-// Looks at the buffers a call reads and writes (none without a driver).
+// Looks at the buffers a call reads and writes (the caller checks
+// cuda_driver_loaded() first: without a driver there are none).
 StagingNeed staging_need(const CollArgs &args, int rank, const CallData &call);
 
 // One staged call: the host buffers it runs on and the copies around it.
@@ -54,12 +63,12 @@ class StagedCall {
     const CallData &host_call() const { return host_; }
     Status copy_in();   // the device input to the host
     Status copy_out();  // the host output to the device
-    size_t bytes() const { return in_bytes_ + out_bytes_; }
 
   private:
     CallData user_, host_;
     StagingNeed need_;
-    size_t in_bytes_ = 0, out_bytes_ = 0;
+    CallBytes bytes_;
+    size_t out_bytes_ = 0;  // the output, copied back
     void *context_ = nullptr;  // the buffers' CUDA context, for copies in other threads
     PinnedBuffer send_, recv_;
 };
@@ -70,14 +79,13 @@ struct StagingChunk {
     size_t first = 0, count = 0;  // elements
 };
 std::vector<StagingChunk> staging_chunks(size_t count, size_t elem_size, size_t chunk_bytes);
-// The chunk size for a pipelined staging of `bytes`: the parameter, or
-// 0 (auto): a quarter of the message in powers of two, 256 KiB to 4 MiB.
-size_t staging_chunk_bytes(size_t bytes, size_t configured);
-// The cost model's chunk for a pipelined staged allreduce of `args` (the
-// whole call): the power of two from 64 KiB to 16 MiB, at most half the
-// message, with the least predicted time (staged_pipeline_time, each chunk's
-// allreduce priced by predict_time). The parameter wins when set; where the
-// model cannot price the chunks, staging_chunk_bytes's rule.
+// The chunk of a pipelined staged allreduce of `args` (the whole call): the
+// cuda_staging_chunk_bytes parameter when set; else the cost model's, the
+// power of two from 64 KiB to 16 MiB, at most half the message, with the
+// least predicted time (staged_pipeline_time, each chunk's allreduce priced
+// by predict_time); where the model cannot price the chunks, a quarter of
+// the message, 256 KiB to 4 MiB. 0 when the message is under two chunks of
+// 64 KiB and no chunk is set: not worth a pipeline.
 size_t model_chunk_bytes(const Communicator &comm, const CollArgs &args, loom_datatype_t type);
 
 // A blocking allreduce of device buffers (both on the device), pipelined.

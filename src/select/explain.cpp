@@ -44,11 +44,15 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
     const CostModel model = model_for(config);
     e.model = model.describe();
     e.not_executable = memory_problem(args);
-    // Device memory no algorithm runs here is staged: say so, and why.
-    Selection device_choice;
-    if (e.not_executable.empty() && args.memory != MemoryType::host &&
-        select_algorithm(config, args, &device_choice) != LOOM_SUCCESS)
-        e.not_executable = last_error_message();
+    if (e.not_executable.empty()) {
+        const Status st = select_algorithm(config, args, &e.selection);
+        // Device memory no algorithm runs here is staged: say so, and why.
+        if (st != LOOM_SUCCESS && args.memory == MemoryType::host) return st;
+        if (st != LOOM_SUCCESS) {
+            e.not_executable = last_error_message();
+            e.selection = Selection{};
+        }
+    }
     if (!e.not_executable.empty()) {
         // Say what would be chosen once it can run: the rules file's entry for this memory.
         const auto rules = rules_for(config);
@@ -65,7 +69,6 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
         *out = std::move(e);
         return LOOM_SUCCESS;
     }
-    LOOM_RETURN_IF_ERROR(select_algorithm(config, args, &e.selection));
     std::vector<Prediction> predicted, others;
     for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
         Prediction p;

@@ -68,26 +68,26 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
     const std::string memory = memory_problem(args);
     if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
     const std::string &forced = config.forced_algorithm(c);
-    const AlgorithmInfo *forced_algo = forced == "auto" ? nullptr : find_algorithm(c, forced);
-    // A forced algorithm rules the calls on the memory it runs on: forcing a
-    // device algorithm leaves host calls (Loom's own set-up calls among them)
-    // to the usual selection, and the other way round.
-    if (forced_algo && !memory_mismatch(*forced_algo, args).empty()) forced_algo = nullptr;
-    if (forced != "auto" && (forced_algo || !find_algorithm(c, forced))) {
-        const AlgorithmInfo *algo = forced_algo;
+    if (forced != "auto") {
+        const AlgorithmInfo *algo = find_algorithm(c, forced);
         if (!algo)
             return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(c)) + " has no algorithm '" + forced +
                                                         "'; known: auto, " + algorithm_names(c));
-        std::string why_not = why_not_applicable(*algo, args);
-        if (!why_not.empty())
-            return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE,
-                        std::string(collective_name(c)) + " algorithm '" + forced + "' (forced) cannot run " +
-                            args.describe() + ": " + why_not +
-                            "; unset it or choose another of: " + algorithm_names(c));
-        *out = Selection{};
-        out->algorithm = algo;
-        out->why = "forced";
-        return LOOM_SUCCESS;
+        // A forced algorithm rules the calls on the memory it runs on: forcing a
+        // device algorithm leaves host calls (Loom's own set-up calls among them)
+        // to the usual selection, and the other way round.
+        if (memory_mismatch(*algo, args).empty()) {
+            const std::string why_not = algo->not_applicable(args);
+            if (!why_not.empty())
+                return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE,
+                            std::string(collective_name(c)) + " algorithm '" + forced + "' (forced) cannot run " +
+                                args.describe() + ": " + why_not +
+                                "; unset it or choose another of: " + algorithm_names(c));
+            *out = Selection{};
+            out->algorithm = algo;
+            out->why = "forced";
+            return LOOM_SUCCESS;
+        }
     }
     const auto rules = rules_for(config);
     if (const Rule *r = select_by_rules(*rules, args, out)) {

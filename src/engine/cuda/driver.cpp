@@ -115,11 +115,6 @@ PointerCache &cache() {
     return c;
 }
 
-bool context_current() {
-    CUcontext ctx = nullptr;
-    return driver().cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr;
-}
-
 Status need_driver(const char *what) {
     if (driver().loaded) return LOOM_SUCCESS;
     return fail(LOOM_ERR_INVALID_ARGUMENT, std::string(what) + ": CUDA is " + driver().state);
@@ -182,15 +177,11 @@ bool device_reduction_available(const char *type, const char *op) {
 std::string cuda_driver_state() { return driver().state; }
 
 PointerInfo pointer_info(const void *ptr) {
-    if (!ptr || !driver().loaded || !context_current()) return PointerInfo{};
+    if (!ptr || !current_context()) return PointerInfo{};
     return cache().lookup(ptr);
 }
 
 MemoryType memory_type_of(const void *ptr) { return pointer_info(ptr).memory; }
-
-PointerCache::Counters pointer_cache_counters() {
-    return driver().loaded ? cache().counters() : PointerCache::Counters{};
-}
 
 void *current_context() {
     CUcontext ctx = nullptr;
@@ -203,7 +194,7 @@ Status stream_synchronize(void *stream) {
         if (!stream) return LOOM_SUCCESS;
         return fail(LOOM_ERR_INVALID_ARGUMENT, "a CUDA stream was given, but CUDA is " + driver().state);
     }
-    if (!stream && !context_current()) return LOOM_SUCCESS;  // no context: nothing was enqueued in this thread
+    if (!stream && !current_context()) return LOOM_SUCCESS;  // no context: nothing was enqueued in this thread
     const CUresult r = driver().cuStreamSynchronize(static_cast<CUstream>(stream));
     return r == CUDA_SUCCESS ? LOOM_SUCCESS : cuda_fail(r, "waiting for the caller's stream");
 }
@@ -215,7 +206,7 @@ Status memory_copy(void *dst, const void *src, size_t bytes, void *context) {
         return LOOM_SUCCESS;
     }
     const Driver &d = driver();
-    const bool push = context && !context_current();
+    const bool push = context && !current_context();
     if (push && d.cuCtxPushCurrent(static_cast<CUcontext>(context)) != CUDA_SUCCESS)
         return fail(LOOM_ERR_INTERNAL, "cannot make the buffers' CUDA context current for a staging copy");
     const CUresult r = d.cuMemcpy(dptr(dst), dptr(src), bytes);
@@ -231,7 +222,7 @@ Status device_alloc(size_t bytes, void **out) {
     const Driver &d = driver();
     CUresult r = d.cuInit(0);
     if (r != CUDA_SUCCESS) return cuda_fail(r, "cuInit");
-    if (!context_current()) {
+    if (!current_context()) {
         CUdevice dev = 0;
         CUcontext ctx = nullptr;
         if ((r = d.cuDeviceGet(&dev, 0)) != CUDA_SUCCESS) return cuda_fail(r, "cuDeviceGet(0)");
@@ -405,7 +396,6 @@ bool try_cuda_driver() { return false; }
 std::string cuda_driver_state() { return "not built: configure found no CUDA toolkit (cuda.h)"; }
 PointerInfo pointer_info(const void *) { return PointerInfo{}; }
 MemoryType memory_type_of(const void *) { return MemoryType::host; }
-PointerCache::Counters pointer_cache_counters() { return PointerCache::Counters{}; }
 void *current_context() { return nullptr; }
 Status stream_synchronize(void *stream) {
     if (!stream) return LOOM_SUCCESS;

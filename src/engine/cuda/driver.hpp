@@ -35,8 +35,6 @@ MemoryType memory_type_of(const void *ptr);
 // The same, with the allocation's range, device and buffer id (cached per
 // allocation range, checked against the buffer id on every hit).
 PointerInfo pointer_info(const void *ptr);
-// Counters of the pointer cache, for loom-info and the tests.
-PointerCache::Counters pointer_cache_counters();
 
 // dst = src (`bytes`), any memory on either side; returns when done.
 // `context` (from current_context()) is made current for the copy when this
