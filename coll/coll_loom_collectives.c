@@ -167,19 +167,19 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
 
 /* Blocking: libloom runs the call now; a refusal by the checks is counted
  * here, one by libloom in loom_done. */
-#define COLL_LOOM_BLOCKING(name, NAME, shape, in_place, ranks)                                  \
-    COLL_LOOM_SIGNATURE_BLOCKING(name, shape) {                                                 \
-        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                           \
-        loom_datatype_t type;                                                                   \
-        COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP; \
-        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                               \
-            int rc;                                                                             \
-            size_t bytes;                                                                       \
-            COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks);     \
-            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;                  \
-        } else {                                                                                \
-            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                \
-        }                                                                                       \
+#define COLL_LOOM_BLOCKING(name, NAME, shape, in_place, ranks)                                        \
+    COLL_LOOM_SIGNATURE_BLOCKING(name, shape) {                                                       \
+        mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;                                 \
+        loom_datatype_t type;                                                                         \
+        COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;       \
+        if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                     \
+            int rc;                                                                                   \
+            size_t bytes;                                                                             \
+            COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks);           \
+            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;                        \
+        } else {                                                                                      \
+            mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                      \
+        }                                                                                             \
         return COLL_LOOM_BELOW_##shape(COLL_LOOM_##NAME, m->previous.name, m->previous.name##_module, \
                                        COLL_LOOM_ARGS_##shape, comm);                                 \
     }
@@ -204,7 +204,7 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         } else {                                                                                               \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                               \
         }                                                                                                      \
-        /* Device buffers: the blocking call below on host copies, now. */                                    \
+        /* Device buffers: the blocking call below on host copies, now. */                                     \
         if (COLL_LOOM_ON_DEVICE_##shape) {                                                                     \
             if (persistent) return mca_coll_loom_persistent_on_device(COLL_LOOM_##NAME);                       \
             *request = &ompi_request_empty;                                                                    \

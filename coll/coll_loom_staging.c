@@ -101,8 +101,7 @@ static bool call_on_device(const void *sbuf, void *rbuf, bool in_place) {
 
 int mca_coll_loom_below_reduce(enum coll_loom_collective c, mca_coll_base_module_allreduce_fn_t fn,
                                mca_coll_base_module_t *below, const void *sbuf, void *rbuf, int count,
-                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                               struct ompi_communicator_t *comm) {
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, struct ompi_communicator_t *comm) {
     const bool in_place = sbuf == MPI_IN_PLACE || (c == COLL_LOOM_ALLREDUCE && sbuf == rbuf);
     if (!call_on_device(sbuf, rbuf, in_place)) return fn(sbuf, rbuf, count, dtype, op, comm, below);
     const size_t in = (size_t)count * (c == COLL_LOOM_REDUCE_SCATTER_BLOCK ? (size_t)ompi_comm_size(comm) : 1);
@@ -110,8 +109,10 @@ int mca_coll_loom_below_reduce(enum coll_loom_collective c, mca_coll_base_module
     int rc = stage_call(c, &s, sbuf, in, dtype, &r, rbuf, in_place ? in : (size_t)count, dtype, in_place);
     /* Open MPI's own code passes sbuf == rbuf for in place: both become the copy. */
     if (rc == OMPI_SUCCESS)
-        rc = fn(sbuf == MPI_IN_PLACE ? sbuf : in_place ? staged(&r) : staged(&s), staged(&r), count, dtype, op, comm,
-                below);
+        rc = fn(sbuf == MPI_IN_PLACE ? sbuf
+                : in_place           ? staged(&r)
+                                     : staged(&s),
+                staged(&r), count, dtype, op, comm, below);
     return unstage_call(&s, &r, rc);
 }
 

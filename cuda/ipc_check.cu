@@ -37,13 +37,13 @@ struct Shared {
 Shared *shared;
 int me, p;
 
-#define CHECK_CUDA(call)                                                                            \
-    do {                                                                                            \
-        const cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                                    \
+#define CHECK_CUDA(call)                                                                                         \
+    do {                                                                                                         \
+        const cudaError_t e_ = (call);                                                                           \
+        if (e_ != cudaSuccess) {                                                                                 \
             std::snprintf(shared->error[me], sizeof shared->error[me], "%s: %s", #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                           \
-        }                                                                                           \
+            std::exit(1);                                                                                        \
+        }                                                                                                        \
     } while (0)
 
 void barrier() { pthread_barrier_wait(&shared->barrier); }
@@ -184,7 +184,8 @@ void staging(size_t mib) {
         }
         cudaStreamSynchronize(up);
     });
-    std::printf("%-44s %10.3f %10.1f\n", "staging round trip, cudaMemcpy (ms, GB/s)", plain * 1e3, 2.0 * bytes / plain / 1e9);
+    std::printf("%-44s %10.3f %10.1f\n", "staging round trip, cudaMemcpy (ms, GB/s)", plain * 1e3,
+                2.0 * bytes / plain / 1e9);
     std::printf("%-44s %10.3f %10.1f %7.2fx\n", "staging round trip, 4 MiB chunks pipelined", piped * 1e3,
                 2.0 * bytes / piped / 1e9, plain / piped);
     cudaFree(d);
@@ -209,8 +210,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     // No CUDA call before the fork: a child must initialise its own driver state.
-    shared = static_cast<Shared *>(
-        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    shared =
+        static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     if (shared == MAP_FAILED) return 1;
     std::memset(shared, 0, sizeof *shared);
     pthread_barrierattr_t attr;
@@ -251,9 +252,11 @@ int main(int argc, char **argv) {
         const double bytes = static_cast<double>(count) * sizeof(float), bus = 2.0 * (p - 1) / p;
         char name[64];
         std::snprintf(name, sizeof name, "one-shot, %zu floats", count);
-        std::printf("%-44s %10d %10.1f %10.1f\n", name, p, shared->one_shot_us[0], bus * bytes / shared->one_shot_us[0] / 1e3);
+        std::printf("%-44s %10d %10.1f %10.1f\n", name, p, shared->one_shot_us[0],
+                    bus * bytes / shared->one_shot_us[0] / 1e3);
         std::snprintf(name, sizeof name, "reduce-scatter + allgather, %zu floats", count);
-        std::printf("%-44s %10d %10.1f %10.1f\n", name, p, shared->rs_ag_us[0], bus * bytes / shared->rs_ag_us[0] / 1e3);
+        std::printf("%-44s %10d %10.1f %10.1f\n", name, p, shared->rs_ag_us[0],
+                    bus * bytes / shared->rs_ag_us[0] / 1e3);
         std::memset(shared->error, 0, sizeof shared->error);
         std::memset(shared->wrong, 0, sizeof shared->wrong);
     }

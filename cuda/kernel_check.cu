@@ -102,8 +102,8 @@ int check_kernels() {
             r.host(a.data(), c.data(), n);
             for (size_t i = 0; i < bytes; ++i)
                 if (a[i] != got[i] && !is_padding(r.type, i % r.element_size)) {
-                    std::printf("FAIL: %s %s n=%zu, three sources: element %zu differs from the CPU\n", r.type, r.op,
-                                n, i / r.element_size);
+                    std::printf("FAIL: %s %s n=%zu, three sources: element %zu differs from the CPU\n", r.type, r.op, n,
+                                i / r.element_size);
                     ++wrong;
                     break;
                 }

@@ -53,7 +53,8 @@ void host(void *dst_v, const void *src_v, size_t n) {
 }
 
 using namespace device_list;
-#define LOOM_DEVICE_ENTRY(tname, oname, T, Op) {#tname, #oname, sizeof(T), launch<T, Op>, launch_sources<T, Op>, host<T, Op>},
+#define LOOM_DEVICE_ENTRY(tname, oname, T, Op) \
+    {#tname, #oname, sizeof(T), launch<T, Op>, launch_sources<T, Op>, host<T, Op>},
 const DeviceReduction kReductions[] = {LOOM_DEVICE_REDUCTIONS(LOOM_DEVICE_ENTRY)};
 #undef LOOM_DEVICE_ENTRY
 

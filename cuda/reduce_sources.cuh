@@ -41,4 +41,3 @@ __device__ void reduce_sources(void *dst_v, const LoomSources &s, int nsources, 
 }
 
 }  // namespace loom
-

@@ -32,7 +32,7 @@ struct type_case {
 struct options {
     enum coll coll;
     int nonblocking, full, validate, loom_api, bw;
-    int device; /* -d cuda: buffers in device memory (loom_device_alloc) */
+    int device;             /* -d cuda: buffers in device memory (loom_device_alloc) */
     int interleave_default; /* both sides in this process: Open MPI's default and coll/loom */
     int windows;            /* --interleave-default: windows per side and size */
     double window_us;       /* --interleave-default: about this long each */
@@ -682,8 +682,9 @@ int main(int argc, char **argv) {
     }
     if (o.device && o.interleave_default) {
         if (rank == 0)
-            fprintf(stderr, "loom-bench: -d cuda with --interleave-default: Open MPI's default collectives are not "
-                            "CUDA-aware here and would be handed device memory; compare with --api loom instead\n");
+            fprintf(stderr,
+                    "loom-bench: -d cuda with --interleave-default: Open MPI's default collectives are not "
+                    "CUDA-aware here and would be handed device memory; compare with --api loom instead\n");
         MPI_Finalize();
         return 2;
     }

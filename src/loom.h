@@ -296,14 +296,14 @@ typedef void *loom_cuda_stream_t;
  * stream without the CUDA driver is LOOM_ERR_INVALID_ARGUMENT. */
 int loom_allreduce_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
                              loom_comm_t comm, loom_cuda_stream_t stream);
-int loom_reduce_scatter_on_stream(const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
-                                  loom_datatype_t type, loom_op_t op, loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_reduce_scatter_on_stream(const void *sendbuf, void *recvbuf, const int64_t *recvcounts, loom_datatype_t type,
+                                  loom_op_t op, loom_comm_t comm, loom_cuda_stream_t stream);
 int loom_reduce_scatter_block_on_stream(const void *sendbuf, void *recvbuf, int64_t recvcount, loom_datatype_t type,
                                         loom_op_t op, loom_comm_t comm, loom_cuda_stream_t stream);
-int loom_allgather_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type,
-                             loom_comm_t comm, loom_cuda_stream_t stream);
-int loom_alltoall_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type,
-                            loom_comm_t comm, loom_cuda_stream_t stream);
+int loom_allgather_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                             loom_cuda_stream_t stream);
+int loom_alltoall_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
+                            loom_cuda_stream_t stream);
 
 /* Calls on device buffers: run on the device (blocking calls with both
  * buffers on the device, every rank on one node: CUDA IPC) or staged

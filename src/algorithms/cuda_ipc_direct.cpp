@@ -12,18 +12,47 @@ constexpr const char *kRestrictions =
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterCudaIpcDirect = {
-    Collective::reduce_scatter, "cuda_ipc_direct",
-    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order", kRestrictions,
-    cuda_ipc_not_applicable, nullptr, true, true, false, true};
+    Collective::reduce_scatter,
+    "cuda_ipc_direct",
+    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order",
+    kRestrictions,
+    cuda_ipc_not_applicable,
+    nullptr,
+    true,
+    true,
+    false,
+    true};
 extern const AlgorithmInfo kReduceScatterBlockCudaIpcDirect = {
-    Collective::reduce_scatter_block, "cuda_ipc_direct",
-    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order", kRestrictions,
-    cuda_ipc_not_applicable, nullptr, true, true, false, true};
-extern const AlgorithmInfo kAllgatherCudaIpcDirect = {
-    Collective::allgather, "cuda_ipc_direct", "each rank copies every rank's device block through CUDA IPC",
-    kRestrictions, cuda_ipc_not_applicable, nullptr, true, true, false, true};
+    Collective::reduce_scatter_block,
+    "cuda_ipc_direct",
+    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order",
+    kRestrictions,
+    cuda_ipc_not_applicable,
+    nullptr,
+    true,
+    true,
+    false,
+    true};
+extern const AlgorithmInfo kAllgatherCudaIpcDirect = {Collective::allgather,
+                                                      "cuda_ipc_direct",
+                                                      "each rank copies every rank's device block through CUDA IPC",
+                                                      kRestrictions,
+                                                      cuda_ipc_not_applicable,
+                                                      nullptr,
+                                                      true,
+                                                      true,
+                                                      false,
+                                                      true};
 extern const AlgorithmInfo kAlltoallCudaIpcDirect = {
-    Collective::alltoall, "cuda_ipc_direct", "each rank copies its block of every device send buffer through CUDA IPC",
-    kRestrictions, cuda_ipc_not_applicable, nullptr, true, true, false, true};
+    Collective::alltoall,
+    "cuda_ipc_direct",
+    "each rank copies its block of every device send buffer through CUDA IPC",
+    kRestrictions,
+    cuda_ipc_not_applicable,
+    nullptr,
+    true,
+    true,
+    false,
+    true};
 
 }  // namespace loom

@@ -15,8 +15,8 @@
 #include "runtime/device_staging.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
-#include "transport/registry.hpp"
 #include "transport/mpi/mpi.hpp"
+#include "transport/registry.hpp"
 
 struct loom_comm {
     std::unique_ptr<loom::Communicator> impl;
@@ -174,7 +174,8 @@ Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, Stagi
             bool staged = false;
             std::string why;
             const AlgorithmInfo *algo = find_algorithm(full.collective, name);
-            const char *cannot = need.all_device(call.in_place) ? nullptr : "one buffer on the host, the other on the device";
+            const char *cannot =
+                need.all_device(call.in_place) ? nullptr : "one buffer on the host, the other on the device";
             const Status st = run_cuda_ipc(c, *comm->ipc, *algo, full, call, cannot, &staged, &why);
             if (!staged) {
                 ++stats.device_calls;
@@ -447,7 +448,8 @@ int loom_algorithm_info(int index, loom_algorithm_info_t *info) {
 int loom_algorithm_memory(int index, const char **memory) {
     if (index < 0 || index >= loom_algorithm_count())
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: index " + std::to_string(index) +
-                                                   " is out of range [0, " + std::to_string(loom_algorithm_count()) + ")");
+                                                   " is out of range [0, " + std::to_string(loom_algorithm_count()) +
+                                                   ")");
     if (!memory) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: memory is NULL");
     *memory = all_algorithms()[static_cast<size_t>(index)]->cuda_ipc ? "device" : "host";
     return LOOM_SUCCESS;
@@ -715,9 +717,8 @@ int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loo
 }
 int loom_iallreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                     loom_request_t *out) {
-    return with_request(out, [&](Started *req) {
-        return make_allreduce(s, r, count, t, op, comm, req, Launch::nonblocking);
-    });
+    return with_request(
+        out, [&](Started *req) { return make_allreduce(s, r, count, t, op, comm, req, Launch::nonblocking); });
 }
 int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                         loom_comm_t comm) {
@@ -727,9 +728,8 @@ int loom_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_data
 }
 int loom_ireduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                          loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](Started *req) {
-        return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::nonblocking);
-    });
+    return with_request(
+        out, [&](Started *req) { return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::nonblocking); });
 }
 int loom_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                               loom_comm_t comm) {
@@ -794,15 +794,13 @@ int loom_alltoall_on_stream(const void *s, void *r, int64_t count, loom_datatype
 
 int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                         loom_request_t *out) {
-    return with_request(out, [&](Started *req) {
-        return make_allreduce(s, r, count, t, op, comm, req, Launch::persistent);
-    });
+    return with_request(
+        out, [&](Started *req) { return make_allreduce(s, r, count, t, op, comm, req, Launch::persistent); });
 }
 int loom_reduce_scatter_init(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
                              loom_comm_t comm, loom_request_t *out) {
-    return with_request(out, [&](Started *req) {
-        return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::persistent);
-    });
+    return with_request(
+        out, [&](Started *req) { return make_reduce_scatter(s, r, counts, t, op, comm, req, Launch::persistent); });
 }
 int loom_reduce_scatter_block_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
                                    loom_comm_t comm, loom_request_t *out) {

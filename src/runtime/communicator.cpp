@@ -611,8 +611,8 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
     // The buffers are this call's own: the general path's checks on them.
     if (k.has_input && (!recvbuf || (!in_place && (!sendbuf || sendbuf == recvbuf)))) return false;
     // The shape was recorded from host buffers; device ones are staged (the C API's start_call).
-    if (cuda_driver_loaded() && (memory_type_of(recvbuf) == MemoryType::cuda ||
-                                 (!in_place && memory_type_of(sendbuf) == MemoryType::cuda)))
+    if (cuda_driver_loaded() &&
+        (memory_type_of(recvbuf) == MemoryType::cuda || (!in_place && memory_type_of(sendbuf) == MemoryType::cuda)))
         return false;
     last_algorithm_[static_cast<int>(c)] = k.name;
     *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce, k.signature);

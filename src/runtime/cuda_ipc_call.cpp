@@ -190,7 +190,9 @@ Status direct(Phases &ph, const CollArgs &a, const CallData &call, const Buffers
     return fail(LOOM_ERR_INTERNAL, "cuda_ipc_direct has no " + a.describe());
 }
 
-bool reduces(Collective c) { return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce_scatter_block; }
+bool reduces(Collective c) {
+    return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce_scatter_block;
+}
 
 }  // namespace
 

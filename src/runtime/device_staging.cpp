@@ -1,10 +1,11 @@
 #include "runtime/device_staging.hpp"
 
-#include "select/cost_model.hpp"
-#include "select/selector.hpp"
+#include <sched.h>
 
 #include <algorithm>
-#include <sched.h>
+
+#include "select/cost_model.hpp"
+#include "select/selector.hpp"
 
 namespace loom {
 

@@ -68,7 +68,7 @@ class StagedCall {
     CallData user_, host_;
     StagingNeed need_;
     CallBytes bytes_;
-    size_t out_bytes_ = 0;  // the output, copied back
+    size_t out_bytes_ = 0;     // the output, copied back
     void *context_ = nullptr;  // the buffers' CUDA context, for copies in other threads
     PinnedBuffer send_, recv_;
 };

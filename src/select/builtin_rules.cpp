@@ -11,7 +11,8 @@ namespace loom {
 // that may not run (a node without Loom's shared memory): the next rule
 // then does. The device-memory rules come last: host algorithms never run
 // device buffers, so a device call passes every earlier rule; where CUDA IPC
-// cannot run the call either, Loom stages it through host memory. Rule indices are cited by docs/selection-defaults.md and
+// cannot run the call either, Loom stages it through host memory. Rule
+// indices are cited by docs/selection-defaults.md and
 // tests/unit/test_selector.cpp: renumbering means updating them.
 const char *builtin_rules_text() {
     return R"json({

@@ -109,8 +109,8 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
 
 std::string CostModel::describe() const {
     return "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) + ",net=" + link_text(network) +
-           ",pcie=" + link_text(pcie) + ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
-           ",shm_max=" + std::to_string(shm_max_bytes);
+           ",pcie=" + link_text(pcie) + ",reduce=" + bandwidth_text(reduce_us_per_byte) +
+           ",copy=" + bandwidth_text(copy_us_per_byte) + ",shm_max=" + std::to_string(shm_max_bytes);
 }
 
 namespace {

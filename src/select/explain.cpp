@@ -63,7 +63,8 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
             Prediction p;
             p.algorithm = algo;
             p.not_applicable = why_not_applicable(*algo, args);
-            if (p.not_applicable.empty()) p.not_applicable = std::string("not executable on ") + memory_type_name(args.memory) + " memory";
+            if (p.not_applicable.empty())
+                p.not_applicable = std::string("not executable on ") + memory_type_name(args.memory) + " memory";
             e.candidates.push_back(std::move(p));
         }
         *out = std::move(e);

@@ -391,8 +391,8 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *name) 
     return CUDA_ERROR_NOT_FOUND;
 }
 // The parameters of engine_kernels.hpp: dst, sources, nsources, packs, n, accumulate.
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int, unsigned int, unsigned int bx, unsigned int,
-                                unsigned int, unsigned int, CUstream s, void **params, void **) {
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int, unsigned int, unsigned int bx,
+                                unsigned int, unsigned int, unsigned int, CUstream s, void **params, void **) {
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     if (!s || !params || gx == 0 || bx == 0 || bx > 1024) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::recursive_mutex> lock(mu);

@@ -17,17 +17,17 @@
 #include "loom.h"
 
 static int rank, p, failures, use_mpi;
-static int ipc_on = 1;       /* cuda_ipc as set on the communicator */
-static const char *forced;   /* the allreduce algorithm forced, if any */
+static int ipc_on = 1;     /* cuda_ipc as set on the communicator */
+static const char *forced; /* the allreduce algorithm forced, if any */
 static loom_comm_t comm;
 
-#define CHECK_RC(call)                                                                                \
-    do {                                                                                              \
-        int rc_ = (call);                                                                             \
-        if (rc_ != 0) {                                                                               \
+#define CHECK_RC(call)                                                                                            \
+    do {                                                                                                          \
+        int rc_ = (call);                                                                                         \
+        if (rc_ != 0) {                                                                                           \
             fprintf(stderr, "rank %d: %s failed (%d): %s\n", rank, #call, rc_, use_mpi ? "" : loom_last_error()); \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
-        }                                                                                             \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                         \
+        }                                                                                                         \
     } while (0)
 
 /* Rank r's input element i, exact in float. */
@@ -90,7 +90,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
         switch (f) {
             case BLOCKING:
                 if (c == ALLREDUCE) CHECK_RC(MPI_Allreduce(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD));
-                if (c == REDUCE_SCATTER_BLOCK) CHECK_RC(MPI_Reduce_scatter_block(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD));
+                if (c == REDUCE_SCATTER_BLOCK)
+                    CHECK_RC(MPI_Reduce_scatter_block(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD));
                 if (c == REDUCE_SCATTER) CHECK_RC(MPI_Reduce_scatter(s, r, icounts, mt, MPI_SUM, MPI_COMM_WORLD));
                 if (c == ALLGATHER) CHECK_RC(MPI_Allgather(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD));
                 if (c == ALLTOALL) CHECK_RC(MPI_Alltoall(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD));
@@ -99,7 +100,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
                 if (c == ALLREDUCE) CHECK_RC(MPI_Iallreduce(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
                 if (c == REDUCE_SCATTER_BLOCK)
                     CHECK_RC(MPI_Ireduce_scatter_block(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
-                if (c == REDUCE_SCATTER) CHECK_RC(MPI_Ireduce_scatter(s, r, icounts, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
+                if (c == REDUCE_SCATTER)
+                    CHECK_RC(MPI_Ireduce_scatter(s, r, icounts, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
                 if (c == ALLGATHER) CHECK_RC(MPI_Iallgather(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD, mreq));
                 if (c == ALLTOALL) CHECK_RC(MPI_Ialltoall(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD, mreq));
                 break;
@@ -136,7 +138,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
             if (c == ALLREDUCE) CHECK_RC(loom_allreduce_init(s, r, n, LOOM_INT32, LOOM_SUM, comm, lreq));
             if (c == REDUCE_SCATTER_BLOCK)
                 CHECK_RC(loom_reduce_scatter_block_init(s, r, n, LOOM_INT32, LOOM_SUM, comm, lreq));
-            if (c == REDUCE_SCATTER) CHECK_RC(loom_reduce_scatter_init(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, lreq));
+            if (c == REDUCE_SCATTER)
+                CHECK_RC(loom_reduce_scatter_init(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, lreq));
             if (c == ALLGATHER) CHECK_RC(loom_allgather_init(s, r, n, LOOM_INT32, comm, lreq));
             if (c == ALLTOALL) CHECK_RC(loom_alltoall_init(s, r, n, LOOM_INT32, comm, lreq));
             break;
@@ -206,8 +209,9 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
         if (!use_mpi && (f == BLOCKING || f == ON_STREAM) && w == BOTH && ipc_on) {
             const char *ran = NULL;
             CHECK_RC(loom_comm_last_algorithm(comm, coll_names[c], &ran));
-            const int right = ran && (c == ALLREDUCE ? !strncmp(ran, "cuda_ipc_", 9) && (!forced || !strcmp(ran, forced))
-                                                     : !strcmp(ran, "cuda_ipc_direct"));
+            const int right =
+                ran && (c == ALLREDUCE ? !strncmp(ran, "cuda_ipc_", 9) && (!forced || !strcmp(ran, forced))
+                                       : !strcmp(ran, "cuda_ipc_direct"));
             if (!right) {
                 fprintf(stderr, "rank %d: %s n=%ld on device buffers ran %s\n", rank, coll_names[c], n,
                         ran ? ran : "(none)");
@@ -218,9 +222,8 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
         CHECK_RC(loom_memory_copy(host_out, recv, sizeof(int) * (size_t)recv_elems));
         for (long i = 0; i < out_elems; ++i)
             if (host_out[i] != want[i]) {
-                fprintf(stderr, "rank %d: %s %s %s%s n=%ld start %d: element %ld is %d, want %d\n", rank,
-                        coll_names[c], form_names[f], where_names[w], in_place ? " in place" : "", n, start, i,
-                        host_out[i], want[i]);
+                fprintf(stderr, "rank %d: %s %s %s%s n=%ld start %d: element %ld is %d, want %d\n", rank, coll_names[c],
+                        form_names[f], where_names[w], in_place ? " in place" : "", n, start, i, host_out[i], want[i]);
                 ok = 0;
                 break;
             }
@@ -280,8 +283,8 @@ static int fallback_cases(void) {
         CHECK_RC(loom_memory_copy(host_out, recv, sizeof(int) * 2 * n * (size_t)p));
         for (int i = 0; i < 2 * n * p; ++i)
             if (host_out[i] != value(i / (2 * n), i % (2 * n))) {
-                fprintf(stderr, "rank %d: allgather of a derived type on the device (%s): element %d is %d\n",
-                        rank, nonblocking ? "nonblocking" : "blocking", i, host_out[i]);
+                fprintf(stderr, "rank %d: allgather of a derived type on the device (%s): element %d is %d\n", rank,
+                        nonblocking ? "nonblocking" : "blocking", i, host_out[i]);
                 ++wrong;
                 break;
             }

@@ -371,7 +371,8 @@ TEST(Rules, TheMemoryTypeIsPartOfThePlanKey) {
     EXPECT_EQ(comm.cached_plans(), 2u);
     a.memory = MemoryType::cuda_managed;
     EXPECT_EQ(comm.prepare(a, LOOM_FLOAT, false, &algorithm), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
-    EXPECT_NE(std::string(last_error_message()).find("on cuda_managed memory: managed memory is read"), std::string::npos)
+    EXPECT_NE(std::string(last_error_message()).find("on cuda_managed memory: managed memory is read"),
+              std::string::npos)
         << last_error_message();
     EXPECT_EQ(comm.cached_plans(), 2u);
 }

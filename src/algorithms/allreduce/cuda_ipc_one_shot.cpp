@@ -7,9 +7,15 @@
 namespace loom {
 
 extern const AlgorithmInfo kAllreduceCudaIpcOneShot = {
-    Collective::allreduce, "cuda_ipc_one_shot",
+    Collective::allreduce,
+    "cuda_ipc_one_shot",
     "every rank reads all p device vectors through CUDA IPC and adds them in rank order in one kernel",
     "device memory; one node with Loom's shared memory (or one rank); buffers CUDA IPC can share",
-    cuda_ipc_not_applicable, nullptr, true, true, false, true};
+    cuda_ipc_not_applicable,
+    nullptr,
+    true,
+    true,
+    false,
+    true};
 
 }  // namespace loom

@@ -11,9 +11,8 @@
 #include <cuda.h>
 
 #include <map>
-#include <utility>
-
 #include <set>
+#include <utility>
 
 #include "../../cuda/engine_kernels.hpp"
 #include "../../cuda/reductions.hpp"
@@ -29,13 +28,17 @@ namespace {
 // the two-level stringify gives dlsym the name the macro expands to.
 #define LOOM_CU_NAME2(fn) #fn
 #define LOOM_CU_NAME(fn) LOOM_CU_NAME2(fn)
+// clang-format off
 #define LOOM_CU_FUNCTIONS(X)                                                                                    \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorString) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuDeviceGet)     \
-    X(cuDevicePrimaryCtxRetain) X(cuPointerGetAttributes) X(cuPointerGetAttribute) X(cuMemcpy) X(cuMemcpyAsync) \
-    X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy)          \
-    X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)              \
-    X(cuEventDestroy) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)   \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorString)                                                         \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent)                                \
+    X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuPointerGetAttributes) X(cuPointerGetAttribute)               \
+    X(cuMemcpy) X(cuMemcpyAsync) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)                  \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)                                                 \
+    X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy)                   \
+    X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)                                                \
     X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)
+// clang-format on
 
 struct Driver {
 #define LOOM_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;
@@ -52,11 +55,11 @@ Driver load_driver() {
         d.state = "not loaded: libcuda.so.1 not found (no NVIDIA driver on this machine)";
         return d;
     }
-#define LOOM_CU_RESOLVE(fn)                                                                     \
-    d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, LOOM_CU_NAME(fn)));                      \
-    if (!d.fn) {                                                                                \
+#define LOOM_CU_RESOLVE(fn)                                                                                \
+    d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, LOOM_CU_NAME(fn)));                                 \
+    if (!d.fn) {                                                                                           \
         d.state = std::string("not loaded: libcuda.so.1 lacks ") + LOOM_CU_NAME(fn) + " (driver too old)"; \
-        return d;                                                                               \
+        return d;                                                                                          \
     }
     LOOM_CU_FUNCTIONS(LOOM_CU_RESOLVE)
 #undef LOOM_CU_RESOLVE
@@ -140,7 +143,8 @@ Status kernel_for(const char *type, const char *op, CUfunction *out) {
     if (m == modules.end()) {
         CUmodule mod = nullptr;
         const CUresult r = d.cuModuleLoadData(&mod, loom_kernel_image);
-        if (r != CUDA_SUCCESS) return cuda_fail(r, "loading Loom's CUDA kernels (built for another GPU? NVCC_ARCH_FLAGS)");
+        if (r != CUDA_SUCCESS)
+            return cuda_fail(r, "loading Loom's CUDA kernels (built for another GPU? NVCC_ARCH_FLAGS)");
         m = modules.emplace(ctx, mod).first;
     }
     CUfunction fn = nullptr;
@@ -226,7 +230,8 @@ Status device_alloc(size_t bytes, void **out) {
         CUdevice dev = 0;
         CUcontext ctx = nullptr;
         if ((r = d.cuDeviceGet(&dev, 0)) != CUDA_SUCCESS) return cuda_fail(r, "cuDeviceGet(0)");
-        if ((r = d.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS) return cuda_fail(r, "cuDevicePrimaryCtxRetain");
+        if ((r = d.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS)
+            return cuda_fail(r, "cuDevicePrimaryCtxRetain");
         if ((r = d.cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) return cuda_fail(r, "cuCtxSetCurrent");
     }
     CUdeviceptr p = 0;
@@ -260,7 +265,8 @@ Status ipc_get_handle(uintptr_t base, IpcHandle *out) {
     LOOM_RETURN_IF_ERROR(need_driver("CUDA IPC"));
     CUipcMemHandle h;
     const CUresult r = driver().cuIpcGetMemHandle(&h, static_cast<CUdeviceptr>(base));
-    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuIpcGetMemHandle (memory from a pool or VMM cannot be shared this way)");
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(r, "cuIpcGetMemHandle (memory from a pool or VMM cannot be shared this way)");
     std::memcpy(out->bytes, &h, sizeof h);
     return LOOM_SUCCESS;
 }
@@ -320,7 +326,8 @@ Status DeviceStream::free_event_slot() {
 
 Status DeviceStream::mark_point(uint64_t *mark) {
     const uint64_t m = next_mark_;
-    const CUresult r = driver().cuEventRecord(static_cast<CUevent>(events_[m % kEvents]), static_cast<CUstream>(stream_));
+    const CUresult r =
+        driver().cuEventRecord(static_cast<CUevent>(events_[m % kEvents]), static_cast<CUstream>(stream_));
     if (r != CUDA_SUCCESS) return cuda_fail(r, "cuEventRecord");
     *mark = next_mark_++;
     return LOOM_SUCCESS;

@@ -84,8 +84,8 @@ class DeviceStream {
     // Enqueues dst = (accumulate ? dst : sources[0]) op sources[...] (n
     // elements of libloom's `type` and `op` names, any number of sources,
     // taken in order); *mark as for copy().
-    Status reduce(void *dst, const void *const *sources, int nsources, size_t n, size_t elem_size,
-                  const char *type, const char *op, bool accumulate, uint64_t *mark);
+    Status reduce(void *dst, const void *const *sources, int nsources, size_t n, size_t elem_size, const char *type,
+                  const char *op, bool accumulate, uint64_t *mark);
     // True once the copies up to `mark` completed.
     Status reached(uint64_t mark, bool *yes);
     Status synchronize();

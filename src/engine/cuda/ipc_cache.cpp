@@ -6,8 +6,7 @@ IpcPeerCache::~IpcPeerCache() {
     for (auto &e : entries_) (void)ops_.close(ops_.context, e.second.local);
 }
 
-Status IpcPeerCache::map(int pid, uintptr_t peer_base, uint64_t buffer_id, const IpcHandle &handle,
-                         void **local_base) {
+Status IpcPeerCache::map(int pid, uintptr_t peer_base, uint64_t buffer_id, const IpcHandle &handle, void **local_base) {
     const auto key = std::make_pair(pid, peer_base);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
