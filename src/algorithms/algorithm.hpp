@@ -40,6 +40,20 @@ inline std::string why_not_applicable(const AlgorithmInfo &algo, const CollArgs 
 }
 // For the cuda_ipc algorithms.
 std::string cuda_ipc_not_applicable(const CollArgs &args);
+// The registry entry of a cuda_ipc algorithm: run without a plan by
+// runtime/cuda_ipc_call.cpp, on device memory, where cuda_ipc_not_applicable allows.
+constexpr AlgorithmInfo cuda_ipc_algorithm(Collective c, const char *name, const char *description) {
+    AlgorithmInfo a{c,
+                    name,
+                    description,
+                    "device memory; one node with Loom's shared memory (or one rank); buffers CUDA IPC can share",
+                    cuda_ipc_not_applicable,
+                    nullptr,
+                    true};
+    a.plan_free = true;
+    a.cuda_ipc = true;
+    return a;
+}
 
 const std::vector<const AlgorithmInfo *> &all_algorithms();
 std::vector<const AlgorithmInfo *> algorithms_for(Collective c);

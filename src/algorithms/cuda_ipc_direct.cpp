@@ -6,53 +6,16 @@
 #include "algorithms/algorithm.hpp"
 
 namespace loom {
-namespace {
-constexpr const char *kRestrictions =
-    "device memory; one node with Loom's shared memory (or one rank); buffers CUDA IPC can share";
-}  // namespace
 
-extern const AlgorithmInfo kReduceScatterCudaIpcDirect = {
-    Collective::reduce_scatter,
-    "cuda_ipc_direct",
-    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order",
-    kRestrictions,
-    cuda_ipc_not_applicable,
-    nullptr,
-    true,
-    true,
-    false,
-    true};
-extern const AlgorithmInfo kReduceScatterBlockCudaIpcDirect = {
-    Collective::reduce_scatter_block,
-    "cuda_ipc_direct",
-    "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order",
-    kRestrictions,
-    cuda_ipc_not_applicable,
-    nullptr,
-    true,
-    true,
-    false,
-    true};
-extern const AlgorithmInfo kAllgatherCudaIpcDirect = {Collective::allgather,
-                                                      "cuda_ipc_direct",
-                                                      "each rank copies every rank's device block through CUDA IPC",
-                                                      kRestrictions,
-                                                      cuda_ipc_not_applicable,
-                                                      nullptr,
-                                                      true,
-                                                      true,
-                                                      false,
-                                                      true};
-extern const AlgorithmInfo kAlltoallCudaIpcDirect = {
-    Collective::alltoall,
-    "cuda_ipc_direct",
-    "each rank copies its block of every device send buffer through CUDA IPC",
-    kRestrictions,
-    cuda_ipc_not_applicable,
-    nullptr,
-    true,
-    true,
-    false,
-    true};
+extern const AlgorithmInfo kReduceScatterCudaIpcDirect =
+    cuda_ipc_algorithm(Collective::reduce_scatter, "cuda_ipc_direct",
+                       "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order");
+extern const AlgorithmInfo kReduceScatterBlockCudaIpcDirect =
+    cuda_ipc_algorithm(Collective::reduce_scatter_block, "cuda_ipc_direct",
+                       "each rank adds its block of all p device inputs, read through CUDA IPC, in rank order");
+extern const AlgorithmInfo kAllgatherCudaIpcDirect = cuda_ipc_algorithm(
+    Collective::allgather, "cuda_ipc_direct", "each rank copies every rank's device block through CUDA IPC");
+extern const AlgorithmInfo kAlltoallCudaIpcDirect = cuda_ipc_algorithm(
+    Collective::alltoall, "cuda_ipc_direct", "each rank copies its block of every device send buffer through CUDA IPC");
 
 }  // namespace loom

@@ -6,16 +6,8 @@
 
 namespace loom {
 
-extern const AlgorithmInfo kAllreduceCudaIpcOneShot = {
-    Collective::allreduce,
-    "cuda_ipc_one_shot",
-    "every rank reads all p device vectors through CUDA IPC and adds them in rank order in one kernel",
-    "device memory; one node with Loom's shared memory (or one rank); buffers CUDA IPC can share",
-    cuda_ipc_not_applicable,
-    nullptr,
-    true,
-    true,
-    false,
-    true};
+extern const AlgorithmInfo kAllreduceCudaIpcOneShot = cuda_ipc_algorithm(
+    Collective::allreduce, "cuda_ipc_one_shot",
+    "every rank reads all p device vectors through CUDA IPC and adds them in rank order in one kernel");
 
 }  // namespace loom

@@ -6,17 +6,9 @@
 
 namespace loom {
 
-extern const AlgorithmInfo kAllreduceCudaIpcReduceScatterAllgather = {
-    Collective::allreduce,
-    "cuda_ipc_reduce_scatter_allgather",
+extern const AlgorithmInfo kAllreduceCudaIpcReduceScatterAllgather = cuda_ipc_algorithm(
+    Collective::allreduce, "cuda_ipc_reduce_scatter_allgather",
     "through CUDA IPC, each rank reduces its block of all p device vectors, then copies the other blocks from "
-    "their owners",
-    "device memory; one node with Loom's shared memory (or one rank); buffers CUDA IPC can share",
-    cuda_ipc_not_applicable,
-    nullptr,
-    true,
-    true,
-    false,
-    true};
+    "their owners");
 
 }  // namespace loom
