@@ -160,7 +160,8 @@ Status Request::advance_node_slots() {
         // The node's other ranks learn the outcome from the leader's slot.
         node_slot_.finish_exchange(error_ == LOOM_SUCCESS, &finished);
         exchanging_ = false;
-    } else if (node_slot_.failed()) {
+        if (node_slot_.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
+    } else if (node_slot_.failed() && error_ == LOOM_SUCCESS) {
         error_ = LOOM_ERR_TRANSPORT;  // result() reports it to the caller
         error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
     }

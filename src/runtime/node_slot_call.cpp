@@ -38,6 +38,7 @@ void NodeSlotCall::begin(SharedSlots *slots, uint64_t generation, const CollArgs
     part_bytes_ = part.count * a.elem_size;
     stage_ = Stage::waiting;
     published_ = false;
+    result_published_ = false;
     failed_ = false;
     next_peer_ = 1;
 }
@@ -48,6 +49,7 @@ unsigned char *NodeSlotCall::result() {
 
 NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
     if (stage_ != Stage::waiting) return stage_;
+    if (result_published_) return stage_ = slots_->mapped_by_every_peer() ? Stage::done : Stage::waiting;
     if (slots_ && *finished + 1 != generation_) return stage_;  // an earlier call still uses the slots
     if (local_ == 0) {
         for (; next_peer_ < ranks_on_node_; ++next_peer_)
@@ -60,6 +62,7 @@ NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
         slots_->publish(generation_);
         published_ = true;
     }
+    if (!slots_->mapped_by_every_peer()) return stage_;
     const unsigned char *result = slots_->peer_buffer(0, generation_ + 1, result_bytes_);
     if (!result) return stage_;
     failed_ = slots_->peer_note(0, generation_ + 1) != 0;
@@ -76,7 +79,9 @@ void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
         *finished = generation_ + 1;
     }
     if (ok) copy_part(result());
-    stage_ = Stage::done;
+    // With slots, the next advance() ends the call once every peer can read the result.
+    result_published_ = slots_ != nullptr;
+    stage_ = slots_ ? Stage::waiting : Stage::done;
 }
 
 // The leader's input and its node's, in local order: added up, or side by side.

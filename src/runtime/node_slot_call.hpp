@@ -34,7 +34,8 @@ class NodeSlotCall {
     // Moves the call on (`finished`: the last generation this rank
     // finished). A leader reaches `exchange` once the node's inputs are
     // combined: its plan then runs from combined() into result(), and
-    // finish_exchange() ends the call. `done`: finished.
+    // finish_exchange() publishes the result; an advance() that then finds
+    // every peer able to read it ends the call. `done`: finished.
     Stage advance(uint64_t *finished);
     const unsigned char *combined() const { return buffer_ + result_bytes_; }
     unsigned char *result();
@@ -58,6 +59,7 @@ class NodeSlotCall {
     size_t part_offset_ = 0, part_bytes_ = 0;  // this rank's output within the result
     Stage stage_ = Stage::done;
     bool published_ = false;
+    bool result_published_ = false;  // the leader's, in g + 1: done once every peer has mapped its inbox
     bool failed_ = false;
     int next_peer_ = 1;  // the leader: local ranks below it have published
 };

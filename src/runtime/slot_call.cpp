@@ -40,7 +40,7 @@ bool SlotCall::advance_shared(uint64_t *finished) {
         published_ = true;
     }
     // Every peer's generation is read, mismatched or not: the slots may be reused.
-    if (!all_published()) return false;
+    if (!all_published() || !slots_->mapped_by_every_peer()) return false;
     if (!failed()) compute();
     *finished = generation_;
     return true;

@@ -194,10 +194,16 @@ inline void SharedMemoryTransport::poll() {
         pull_messages(li);
         if (ring_peers_ && cells_moved_ != before) ring_peer(li);
     }
-    // Once every peer has mapped our inbox its name is no longer needed.
-    if (node_.own && node_.own->named() &&
-        header_of(node_.own->data())->attached.load(std::memory_order_acquire) + 1 >= node_.local_ranks.size())
-        node_.own->unlink();
+    if (node_.own && node_.own->named()) mapped_by_every_peer();
+}
+
+bool SharedMemoryTransport::mapped_by_every_peer() {
+    if (!node_.own) return false;
+    if (!node_.own->named()) return true;  // unlinked once all had mapped it, or made by a set-up that mapped all
+    if (header_of(node_.own->data())->attached.load(std::memory_order_acquire) + 1 < node_.local_ranks.size())
+        return false;
+    node_.own->unlink();
+    return true;
 }
 
 inline void SharedMemoryTransport::push_sends(size_t li) {

@@ -109,6 +109,9 @@ class SharedMemoryTransport final : public Transport {
     const SharedMemoryNode &node() const { return node_; }
     size_t own_index() const { return my_index_; }
     unsigned char *inbox_of(size_t li);
+    // Whether every peer has mapped this rank's inbox; its name, no longer
+    // needed then, is removed.
+    bool mapped_by_every_peer();
 
     Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
                      TransportHandle *h) override;

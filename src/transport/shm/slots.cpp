@@ -11,12 +11,14 @@ static_assert(SharedSlots::kHeaderBytes == kSlotHeaderBytes, "the slot area's he
 bool SharedSlots::ignore_generation_for_test = false;
 
 SharedSlots::SharedSlots(int rank, int ranks, size_t capacity, size_t area_offset,
-                         unsigned char *(*inbox_of)(void *, size_t), void *context)
+                         unsigned char *(*inbox_of)(void *, size_t), bool (*own_inbox_mapped_by_all)(void *),
+                         void *context)
     : rank_(rank),
       size_(ranks),
       capacity_(capacity),
       area_offset_(area_offset),
       inbox_of_(inbox_of),
+      own_inbox_mapped_by_all_(own_inbox_mapped_by_all),
       context_(context),
       areas_(static_cast<size_t>(ranks), nullptr) {
     own_ = map(rank);
@@ -37,7 +39,8 @@ std::unique_ptr<SharedSlots> make_shared_slots(Transport &shared_memory) {
     const size_t ranks = node.local_ranks.size();
     return std::make_unique<SharedSlots>(
         static_cast<int>(t->own_index()), static_cast<int>(ranks), g.slot_bytes, slot_area_offset(ranks, g),
-        [](void *context, size_t i) { return static_cast<SharedMemoryTransport *>(context)->inbox_of(i); }, t);
+        [](void *context, size_t i) { return static_cast<SharedMemoryTransport *>(context)->inbox_of(i); },
+        [](void *context) { return static_cast<SharedMemoryTransport *>(context)->mapped_by_every_peer(); }, t);
 }
 
 }  // namespace loom

@@ -9,6 +9,11 @@
 // A rank publishes g only after it has read every peer's g-1, so a peer
 // that sees g has finished reading what g-2 left in the same line and
 // buffer: no matching, no acknowledgement and no lock.
+// A rank's area lives in its inbox, which peers map by name; the name goes
+// when the rank frees its communicator. So no call finishes before every
+// peer has mapped the rank's inbox (mapped_by_every_peer): a rank that left
+// its last call and freed the communicator cannot take with it what a slow
+// peer has yet to read.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -28,9 +33,12 @@ class SharedSlots {
     static bool ignore_generation_for_test;
 
     // `ranks` ranks of one node, this one at local index `rank`;
-    // `inbox_of(i)` is local rank i's inbox, or null while it does not exist yet.
+    // `inbox_of(i)` is local rank i's inbox, or null while it does not
+    // exist yet; `own_inbox_mapped_by_all()` whether every peer has mapped
+    // this rank's inbox.
     SharedSlots(int rank, int ranks, size_t capacity, size_t area_offset,
-                unsigned char *(*inbox_of)(void *context, size_t i), void *context);
+                unsigned char *(*inbox_of)(void *context, size_t i), bool (*own_inbox_mapped_by_all)(void *context),
+                void *context);
 
     int rank() const { return rank_; }
     int size() const { return size_; }
@@ -56,6 +64,16 @@ class SharedSlots {
         if (ignore_generation_for_test ? seen == 0 : seen < g) return nullptr;
         return place(area, g, bytes);
     }
+    // Maps every peer's area, then tells whether every peer has mapped
+    // this rank's. Once true it stays true; until then a call must not
+    // finish. Each rank maps all the others here, so the ranks of a call
+    // that all wait for it all get there.
+    bool mapped_by_every_peer() {
+        if (mapped_by_all_) return true;
+        for (int i = 0; i < size_; ++i)
+            if (!areas_[i] && !map(i)) return false;
+        return mapped_by_all_ = own_inbox_mapped_by_all_(context_);
+    }
 
   private:
     // Line g % 2: the generation word, then the inline bytes.
@@ -79,7 +97,9 @@ class SharedSlots {
     int rank_, size_;
     size_t capacity_, area_offset_;
     unsigned char *(*inbox_of_)(void *, size_t);
+    bool (*own_inbox_mapped_by_all_)(void *);
     void *context_;
+    bool mapped_by_all_ = false;
     unsigned char *own_ = nullptr;
     std::vector<unsigned char *> areas_;  // by rank: each one's slot area, once mapped
 };
