@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
+
+#include <unistd.h>
 
 #include "algorithms/algorithm.hpp"
 #include "reference.hpp"
@@ -489,6 +492,81 @@ void nonblocking_and_persistent(int p, const std::vector<int> &labels = {},
 
 TEST(SharedSlots, NonblockingAndPersistentCallsCompleteInAnyOrder) {
     for (int p : {2, 4, 7}) nonblocking_and_persistent(p);
+}
+
+// Inboxes made by name and mapped by peers on first use, as coll/loom
+// makes them: rank 2 starts its call first (it maps rank 0's inbox and
+// waits for it), ranks 0 and 1 then finish theirs and free their
+// communicators while rank 2 has not yet looked at rank 1's inbox. Rank 2
+// must still finish, with the right sum: a rank that leaves takes nothing
+// a peer has yet to read (issue 30's hang, where the freed inbox's name was
+// gone before a peer mapped it).
+TEST(SharedSlots, ARankThatFreesItsCommunicatorFirstLeavesWhatItsPeersStillRead) {
+    const int p = 3;
+    InProcessFabric fabric(p);
+    const std::string key = "unit-" + std::to_string(getpid()) + "-leaves-first";
+    std::mutex mu;
+    std::condition_variable cv;
+    bool rank2_started = false;
+    int freed = 0;
+    std::vector<std::string> failures;
+    auto failure = [&](std::string what) {
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back(std::move(what));
+    };
+    std::vector<std::thread> threads;
+    for (int r = 0; r < p; ++r)
+        threads.emplace_back([&, r] {
+            Config config;
+            EXPECT_EQ(config.set("allreduce_algorithm", "shared_slots"), LOOM_SUCCESS);
+            auto comm = std::make_unique<Communicator>(fabric.endpoint(r), config);
+            SharedMemoryNode node;
+            node.local_ranks = {0, 1, 2};
+            node.identity = 7;
+            node.key = key;
+            if (shm_create_inbox(key, r, &node) != LOOM_SUCCESS) return failure(std::string("inbox: ") + last_error_message());
+            node.peers.resize(p);  // mapped on first use
+            if (comm->attach_shared_memory(std::move(node)) != LOOM_SUCCESS) return failure(last_error_message());
+            {
+                std::unique_lock<std::mutex> lock(mu);
+                if (r != 2) cv.wait(lock, [&] { return rank2_started; });
+            }
+            std::vector<int64_t> in(5, r + 1), out(5, -1);
+            CollArgs a;
+            a.collective = Collective::allreduce;
+            a.count = in.size();
+            CallData d;
+            d.sendbuf = in.data();
+            d.recvbuf = out.data();
+            d.type = LOOM_INT64;
+            std::unique_ptr<Request> req;
+            if (comm->start(a, d, &req) != LOOM_SUCCESS) return failure(last_error_message());
+            if (r == 2) {
+                std::unique_lock<std::mutex> lock(mu);
+                rank2_started = true;
+                cv.notify_all();
+                // The others finish first, unless they wait for this rank (as they must).
+                cv.wait_for(lock, std::chrono::milliseconds(300), [&] { return freed == 2; });
+            }
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            bool done = false;
+            while (!done && std::chrono::steady_clock::now() < deadline) {
+                if (req->test(&done) != LOOM_SUCCESS) return failure(last_error_message());
+                if (!done) std::this_thread::yield();
+            }
+            if (!done) {
+                comm.reset();  // abandons the call (after 10 s), so that the request can go
+                return failure("rank " + std::to_string(r) + "'s allreduce did not finish within 20 s");
+            }
+            if (out != std::vector<int64_t>(5, 6)) failure("rank " + std::to_string(r) + " got a wrong sum");
+            req.reset();
+            comm.reset();
+            std::lock_guard<std::mutex> lock(mu);
+            if (r != 2) ++freed;
+            cv.notify_all();
+        });
+    for (auto &t : threads) t.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first: " << failures[0];
 }
 
 // Forced where it cannot run, the error says why and names the alternatives.
