@@ -54,6 +54,18 @@ void erase_one(std::vector<T> &v, T x) {
     v.erase(std::remove(v.begin(), v.end(), x), v.end());
 }
 
+// Every live communicator of the process, for progress_other_communicators.
+// Never destroyed: a communicator may be freed after static destructors ran.
+std::recursive_mutex &live_communicators_mutex() {
+    static auto *m = new std::recursive_mutex;
+    return *m;
+}
+std::vector<Communicator *> &live_communicators() {
+    static auto *v = new std::vector<Communicator *>;
+    return *v;
+}
+thread_local bool walking_communicators = false;
+
 // What --explain and verbose say of a nonblocking call's progress with the thread on.
 std::string progress_note(const CachedPlan &plan) {
     if (plan.algorithm->plan_free) return "; progressed by the caller's calls (shared slots)";
@@ -217,6 +229,9 @@ Status Request::test(bool *done) {
         }
     }
     *done = finished_;
+    // Now and then the other communicators' calls too, as MPI_Test would:
+    // a peer may be waiting for one of them before it can serve this one.
+    if (!finished_ && ++unfinished_tests_ % kTestsPerWalk == 0) Communicator::progress_other_communicators(comm_);
     return result();
 }
 
@@ -225,6 +240,9 @@ Status Request::wait() {
     for (uint32_t polls = 0;; ++polls) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;
+        // MPI's progress rule: waiting here must not stall this rank's
+        // calls on other communicators, which the peers may wait for first.
+        Communicator::progress_other_communicators(comm_);
         if (slot_call_ || node_slot_call_) comm_->wait_for_slots(polls);
         else if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
     }
@@ -348,18 +366,38 @@ Status Communicator::progress_all() {
     return first_error;
 }
 
+void Communicator::progress_other_communicators(const Communicator *except) {
+    if (walking_communicators) return;  // a transport's progress engine called back into Loom
+    walking_communicators = true;
+    {
+        std::lock_guard<std::recursive_mutex> lock(live_communicators_mutex());
+        for (Communicator *c : live_communicators()) {
+            if (c == except) continue;
+            Status st = c->progress_all();
+            (void)st;  // each request keeps its own error
+        }
+    }
+    walking_communicators = false;
+}
+
 Communicator::Communicator(std::unique_ptr<Transport> transport, Config config)
     : router_(std::make_unique<Router>(std::move(transport))),
       rank_(router_->rank()),
       size_(router_->size()),
       config_(std::move(config)) {
     nodes_ = NodeMap::single_node(size_);
+    std::lock_guard<std::recursive_mutex> lock(live_communicators_mutex());
+    live_communicators().push_back(this);
 }
 
 Communicator::~Communicator() {
     if (threaded_) ProgressThread::instance().detach(this);
     threaded_ = false;  // only this thread is left
     finish_active();
+    {
+        std::lock_guard<std::recursive_mutex> lock(live_communicators_mutex());
+        erase_one(live_communicators(), this);
+    }
     blocking_.reset();  // before active_ goes: the request unregisters itself
     for (Request *r : live_) r->comm_ = nullptr;
 }
@@ -372,6 +410,8 @@ void Communicator::finish_active() {
     while (!active_.empty() && now_ns() < deadline) {
         Status st = progress_all();
         (void)st;  // each request keeps its own error
+        if (active_.empty()) break;
+        progress_other_communicators(this);  // the peers may wait for another communicator's call of ours first
         if (router_->oversubscribed()) sched_yield();
     }
     if (active_.empty()) return;
@@ -630,6 +670,8 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
             Status st = progress_all();  // earlier nonblocking calls, ours among them
             (void)st;                    // their errors are theirs
         }
+        // A peer may wait for our call on another communicator before it comes here.
+        if (polls % Request::kTestsPerWalk == Request::kTestsPerWalk - 1) progress_other_communicators(this);
         wait_for_slots(polls);
     }
     if (slot.failed()) return fail(LOOM_ERR_INVALID_ARGUMENT, slot_mismatch(args, rank_, slot.mismatched_rank()));

@@ -85,6 +85,10 @@ class Request {
         node_slot_call_ = node_slot_call;
     }
     Status result() const;  // error_ and its message, in the calling thread's last error
+    // test() progresses the other communicators every kTestsPerWalk calls
+    // that find this request unfinished (wait() at every look).
+    static constexpr uint32_t kTestsPerWalk = 64;
+    uint32_t unfinished_tests_ = 0;
     Communicator *comm_ = nullptr;  // null once the communicator is freed
     bool thread_driven_ = false;    // the progress thread advances it too
     std::string error_message_;     // error_'s: the thread that found it may not be the caller
@@ -197,6 +201,11 @@ class Communicator {
 
     // Progresses every active request once.
     Status progress_all();
+    // Progresses every active request of every other communicator of the
+    // process (MPI's progress rule: a rank blocked on one communicator's
+    // call still moves its calls on the others, which its peers may be
+    // waiting for). Not from inside another walk.
+    static void progress_other_communicators(const Communicator *except);
 
     // The progress thread's entry: advances the requests it drives, unless
     // another thread is inside this communicator (false then). *pending:
