@@ -161,6 +161,7 @@ static int request_start(size_t count, ompi_request_t **requests) {
 
 static int request_free(ompi_request_t **request) {
     mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)*request;
+    ompi_communicator_t *comm = r->super.req_mpi_object.comm;
     /* Freeing an active request: finish it first, Loom never leaves a user
      * buffer half written. */
     while (r->running) opal_progress();
@@ -169,6 +170,7 @@ static int request_free(ompi_request_t **request) {
     OMPI_REQUEST_FINI(&r->super);
     OBJ_RELEASE(r);
     *request = MPI_REQUEST_NULL;
+    OBJ_RELEASE(comm); /* the request's hold (start_nonblocking); may destroy a freed communicator */
     return OMPI_SUCCESS;
 }
 
@@ -228,6 +230,10 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
         OBJ_RELEASE(r);
         return OMPI_ERROR;
     }
+    /* MPI lets a program free the communicator while the call is pending:
+     * the request holds it until freed, so that Open MPI keeps its context
+     * id and the PML's matching (which Loom's messages use) alive meanwhile. */
+    OBJ_RETAIN(m->comm);
     *request = &r->super;
     return OMPI_SUCCESS;
 }
