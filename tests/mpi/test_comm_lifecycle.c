@@ -593,9 +593,20 @@ static void scenario_loop(int loops) {
     }
 }
 
+static int verbose;
+/* -v: each scenario's seconds on rank 0, to find a slow one. */
+static void timed(const char *name, double *since) {
+    const double now = MPI_Wtime();
+    if (verbose && world_rank == 0) printf("  row %d: %-28s %.2f s\n", row, name, now - *since);
+    *since = now;
+}
+
 static void run_all(int loops) {
+    double t = MPI_Wtime();
     scenario_table(loops < 20 ? loops : 20);
+    timed("table", &t);
     scenario_constructors(&world);
+    timed("constructors (world)", &t);
     {
         comm_t reversed;
         MPI_Comm m;
@@ -605,9 +616,13 @@ static void run_all(int loops) {
         scenario_constructors(&reversed);
         release(&reversed);
     }
+    timed("constructors (reversed)", &t);
     scenario_pending();
+    timed("pending", &t);
     scenario_many();
+    timed("many", &t);
     scenario_loop(loops);
+    timed("loop", &t);
 }
 
 int main(int argc, char **argv) {
@@ -616,8 +631,9 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--rows")) rows = 1;
         else if (!strcmp(argv[i], "-l") && i + 1 < argc) loops = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) hang_seconds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-v")) verbose = 1;
         else {
-            fprintf(stderr, "usage: %s [--rows] [-l LOOPS] [-t HANG_SECONDS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--rows] [-l LOOPS] [-t HANG_SECONDS] [-v]\n", argv[0]);
             return 2;
         }
     }
