@@ -29,17 +29,24 @@ status=0
 log=$(mktemp)
 trap 'rm -f "$log" "$log.rows"' EXIT
 
-# check_program NP PROGRAM VERDICT LABEL [mpirun args...]: PROGRAM (a test of
-# tests/mpi) under coll/loom on NP ranks passes when it succeeds and its
-# line reads "PROGRAM np=NP:" then VERDICT (a grep pattern); LABEL follows
-# the PASS or FAIL line.
+# check_program NP PROGRAM VERDICT LABEL [mpirun args...] [-- program args...]:
+# PROGRAM (a test of tests/mpi) under coll/loom on NP ranks passes when it
+# succeeds and its line reads "PROGRAM np=NP:" then VERDICT (a grep
+# pattern); LABEL follows the PASS or FAIL line. mpirun's arguments are
+# single words.
 # (Its variables have names of their own: sh has no locals, and run() reads $program.)
 check_program() {
     check_np=$1 check_program=$2 check_verdict=$3 check_label=$4
     shift 4
+    check_mpirun_args=
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        check_mpirun_args="$check_mpirun_args $1"
+        shift
+    done
+    [ $# -gt 0 ] && shift
     if timeout 300 "$MPIEXEC" --oversubscribe -np "$check_np" \
-        --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" --mca coll_loom_priority 100 "$@" \
-        "$build/tests/mpi/$check_program" >"$log" 2>&1 &&
+        --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" --mca coll_loom_priority 100 $check_mpirun_args \
+        "$build/tests/mpi/$check_program" "$@" >"$log" 2>&1 &&
         grep -q "^$check_program np=$check_np:$check_verdict" "$log"; then
         echo "PASS: $(grep "^$check_program np=$check_np:" "$log")$check_label"
     else
@@ -214,6 +221,32 @@ for np in 1 2 3 4 5; do
     [ "$np" -eq 4 ] && run "$np" "progress thread on, 2 emulated nodes" "allreduce=hier_split" \
         --mca coll_loom_progress_thread on --mca coll_loom_topology nodes=2 --mca coll_loom_allreduce_algorithm hier_split
 done
+
+# Communicators made, used and freed around coll/loom's calls
+# (test_comm_lifecycle.c): issue 30's programs at 2-17 ranks, then every
+# scenario under the default selection and every row of forced algorithms,
+# with the progress thread off and on, on one node, on emulated nodes and
+# over the UCX rails. A call over the 60 s hang limit fails the run and
+# names itself.
+for np in 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
+    check_program "$np" test_comm_lifecycle " .* 0 failures$" " (the table's programs)" -- --table -t 60
+done
+# "NP|mpirun arguments" lines:
+cat >"$log.rows" <<'EOF'
+4|
+4|--mca coll_loom_progress_thread on
+4|--mca coll_loom_topology nodes=2
+4|--mca coll_loom_topology nodes=2 --mca coll_loom_progress_thread on
+5|--mca coll_loom_topology 0,1,1,0,2;rails=2
+EOF
+"$build/src/loom-info" --version | grep -q "built with:.* ucx" &&
+    echo "4|--mca coll_loom_topology nodes=2 --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp" >>"$log.rows"
+while IFS= read -r spec <&3; do
+    np=${spec%%|*}
+    mca=${spec#*|}
+    # $mca unquoted: its words are mpirun's arguments.
+    check_program "$np" test_comm_lifecycle " .* 0 failures$" " (every row; ${mca:-one node})" $mca -- --rows -t 60
+done 3<"$log.rows"
 
 # The progress thread through libloom and coll/loom: it moves every message
 # while the ranks sleep, a freed communicator finishes its call, and no

@@ -127,6 +127,39 @@ if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; t
         fi
     done
 fi
+# Communicators made, used and freed around libloom's calls
+# (test_comm_lifecycle.c): issue 30's programs, then every scenario under
+# the default selection and every row of forced algorithms, with the
+# progress thread off and on, on one node, on emulated nodes and over the
+# UCX rails. A call over the 60 s hang limit fails the run and names itself.
+# lifecycle NP LABEL ARGS [VAR=VALUE...]: ARGS (one word list) go to the program.
+lifecycle() {
+    np=$1 label=$2 args=$3
+    shift 3
+    xs=
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    # $args unquoted: its words are the program's arguments.
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_comm_lifecycle_libloom" $args -t 60 \
+        >"$tmp/run.out" 2>&1 && grep -q "^test_comm_lifecycle_libloom np=$np: .* 0 failures$" "$tmp/run.out"; then
+        echo "PASS: $(grep "^test_comm_lifecycle_libloom np=$np:" "$tmp/run.out") ($label)"
+    else
+        echo "FAIL: test_comm_lifecycle_libloom np=$np ($label)"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+}
+for np in 2 3 4 5 8 13 17; do
+    lifecycle "$np" "the table's programs" --table
+done
+lifecycle 4 "every row, one node" "--rows -l 80"
+lifecycle 4 "every row, progress thread on" "--rows -l 80" LOOM_PROGRESS_THREAD=on
+lifecycle 4 "every row, nodes=2" "--rows -l 80" LOOM_TOPOLOGY=nodes=2
+lifecycle 5 "every row, 0,1,1,0,2;rails=2, progress thread on" "--rows -l 80" \
+    "LOOM_TOPOLOGY=0,1,1,0,2;rails=2" LOOM_PROGRESS_THREAD=on
+if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
+    lifecycle 4 "every row, nodes=2, 2 UCX rails" "--rows -l 80" LOOM_TOPOLOGY=nodes=2 LOOM_RAILS=lo,lo LOOM_UCX_TLS=tcp
+fi
+
 # test_mpi_collectives leaves out only algorithms whose restrictions
 # exclude its communicator; each must have run somewhere above.
 # The device (cuda_ipc) algorithms run device buffers only: run_device_tests.sh forces them.
