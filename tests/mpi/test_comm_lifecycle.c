@@ -548,7 +548,7 @@ static void scenario_pending(void) {
      * call, whose output must be complete when the request completes.
      * Not in coll/loom's forced rows: a call the forced algorithm cannot
      * run goes to Open MPI's libnbc, which crashes or hangs on it (Open MPI
-     * 4.1.4 alone does, docs/lifecycle.md). */
+     * 4.1.4 alone does: docs/design.md, "Communicators"). */
 #ifndef LIFECYCLE_LIBLOOM
     if (row >= 0) return;
 #endif
