@@ -202,7 +202,8 @@ static void release(comm_t *c) {
     if (c->mpi == MPI_COMM_NULL) return;
     at("freeing %s", c->name);
 #ifdef LIFECYCLE_LIBLOOM
-    if (c->loom && loom_comm_free(&c->loom) != LOOM_SUCCESS) failed("loom_comm_free(%s): %s", c->name, loom_last_error());
+    if (c->loom && loom_comm_free(&c->loom) != LOOM_SUCCESS)
+        failed("loom_comm_free(%s): %s", c->name, loom_last_error());
 #endif
     if (c->owned) MPI_Comm_free(&c->mpi);
     c->mpi = MPI_COMM_NULL;
@@ -210,8 +211,8 @@ static void release(comm_t *c) {
 
 /* The constructors, made from `parent` (collective over it). */
 enum { DUP, SPLIT_SHUFFLED, SPLIT_SUBSET, CREATE_GROUP, INTERCOMM_MERGE, SPLIT_TYPE_SHARED, SELF, NCONSTRUCTORS };
-static const char *const constructor_names[] = {"dup",         "split_shuffled",    "split_subset", "create_group",
-                                                "intercomm_merge", "split_type_shared", "self"};
+static const char *const constructor_names[] = {
+    "dup", "split_shuffled", "split_subset", "create_group", "intercomm_merge", "split_type_shared", "self"};
 
 static void make_child(const comm_t *parent, int constructor, unsigned seed, comm_t *child) {
     const int p = parent->size, r = parent->rank;
@@ -253,7 +254,9 @@ static void make_child(const comm_t *parent, int constructor, unsigned seed, com
             MPI_Comm_free(&half);
             break;
         }
-        case SPLIT_TYPE_SHARED: MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, p - r, MPI_INFO_NULL, &out); break;
+        case SPLIT_TYPE_SHARED:
+            MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, p - r, MPI_INFO_NULL, &out);
+            break;
         case SELF: adopt(child, MPI_COMM_SELF, 0, name); return;
     }
     adopt(child, out, 1, name);
@@ -318,7 +321,8 @@ static int issue(call_t *k, const comm_t *c, const void *send, void *recv) {
             return loom_ireduce_scatter_block(send, recv, n, LOOM_INT32, LOOM_SUM, lc, &k->req);
         case NONBLOCKING *NCOLL + ALLGATHER: return loom_iallgather(send, recv, n, LOOM_INT32, lc, &k->req);
         case NONBLOCKING *NCOLL + ALLTOALL: return loom_ialltoall(send, recv, n, LOOM_INT32, lc, &k->req);
-        case PERSISTENT *NCOLL + ALLREDUCE: return loom_allreduce_init(send, recv, n, LOOM_INT32, LOOM_SUM, lc, &k->req);
+        case PERSISTENT *NCOLL + ALLREDUCE:
+            return loom_allreduce_init(send, recv, n, LOOM_INT32, LOOM_SUM, lc, &k->req);
         case PERSISTENT *NCOLL + REDUCE_SCATTER_BLOCK:
             return loom_reduce_scatter_block_init(send, recv, n, LOOM_INT32, LOOM_SUM, lc, &k->req);
         case PERSISTENT *NCOLL + ALLGATHER: return loom_allgather_init(send, recv, n, LOOM_INT32, lc, &k->req);
@@ -331,7 +335,8 @@ static int issue(call_t *k, const comm_t *comm, const void *send, void *recv) {
     const int n = (int)k->count;
     switch (k->kind * NCOLL + k->coll) {
         case BLOCKING *NCOLL + ALLREDUCE: return MPI_Allreduce(send, recv, n, MPI_INT, MPI_SUM, c);
-        case BLOCKING *NCOLL + REDUCE_SCATTER_BLOCK: return MPI_Reduce_scatter_block(send, recv, n, MPI_INT, MPI_SUM, c);
+        case BLOCKING *NCOLL + REDUCE_SCATTER_BLOCK:
+            return MPI_Reduce_scatter_block(send, recv, n, MPI_INT, MPI_SUM, c);
         case BLOCKING *NCOLL + ALLGATHER: return MPI_Allgather(send, n, MPI_INT, recv, n, MPI_INT, c);
         case BLOCKING *NCOLL + ALLTOALL: return MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, c);
         case NONBLOCKING *NCOLL + ALLREDUCE: return MPI_Iallreduce(send, recv, n, MPI_INT, MPI_SUM, c, &k->req);

@@ -524,7 +524,8 @@ TEST(SharedSlots, ARankThatFreesItsCommunicatorFirstLeavesWhatItsPeersStillRead)
             node.local_ranks = {0, 1, 2};
             node.identity = 7;
             node.key = key;
-            if (shm_create_inbox(key, r, &node) != LOOM_SUCCESS) return failure(std::string("inbox: ") + last_error_message());
+            if (shm_create_inbox(key, r, &node) != LOOM_SUCCESS)
+                return failure(std::string("inbox: ") + last_error_message());
             node.peers.resize(p);  // mapped on first use
             if (comm->attach_shared_memory(std::move(node)) != LOOM_SUCCESS) return failure(last_error_message());
             {
