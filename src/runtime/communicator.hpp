@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -201,10 +202,12 @@ class Communicator {
 
     // Progresses every active request once.
     Status progress_all();
-    // Progresses every active request of every other communicator of the
-    // process (MPI's progress rule: a rank blocked on one communicator's
-    // call still moves its calls on the others, which its peers may be
-    // waiting for). Not from inside another walk.
+    // Progresses every active request of every other communicator whose
+    // last nonblocking or persistent call this thread started (MPI's
+    // progress rule: a rank blocked on one communicator's call still moves
+    // its calls on the others, which its peers may be waiting for; another
+    // thread's communicators are that thread's to move). Not from inside
+    // another walk.
     static void progress_other_communicators(const Communicator *except);
 
     // The progress thread's entry: advances the requests it drives, unless
@@ -234,6 +237,10 @@ class Communicator {
     uint64_t plan_builds() const { return plan_builds_; }
 
   private:
+    // The thread that started this communicator's last nonblocking or
+    // persistent call: the one whose waits may progress it.
+    std::atomic<std::thread::id> caller_thread_{};
+    void note_caller_thread() { caller_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
     std::unique_ptr<Router> router_;
     int rank_ = 0, size_ = 1;
     Config config_;
