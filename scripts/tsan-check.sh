@@ -2,7 +2,8 @@
 # ThreadSanitizer check of the progress thread: builds libloom, the unit
 # tests and the MPI test programs with -fsanitize=thread in build-tsan/,
 # then runs the unit tests that use threads (ranks as threads, the progress
-# thread) and the MPI tests with the thread on. Any report fails the run.
+# thread) and the MPI tests with the thread on (communicators made, used and
+# freed around it among them). Any report fails the run.
 # Usage: sh scripts/tsan-check.sh   (from the source tree; run by .ci/run)
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,7 +13,8 @@ mkdir -p build-tsan
 cd build-tsan
 [ -f Makefile ] || ../configure --quiet --enable-sanitizers=thread
 make -j"$(nproc)" src/libloom.la >/dev/null
-make -j"$(nproc)" tests/unit/loom_unit_tests tests/mpi/test_progress_thread tests/mpi/test_mpi_collectives >/dev/null
+make -j"$(nproc)" tests/unit/loom_unit_tests tests/mpi/test_progress_thread tests/mpi/test_mpi_collectives \
+    tests/mpi/test_comm_lifecycle_libloom >/dev/null
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 # UCX's memory hooks patch madvise and mmap, which ThreadSanitizer also
 # intercepts: a thread's exit then crashes in ucm_madvise.
@@ -30,7 +32,9 @@ fi
 for np in 2 3; do
     if timeout 600 mpirun --oversubscribe -np "$np" ./tests/mpi/test_progress_thread --libloom-only >tsan-mpi.log 2>&1 &&
         timeout 600 mpirun --oversubscribe -np "$np" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_mpi_collectives \
-            >>tsan-mpi.log 2>&1; then
+            >>tsan-mpi.log 2>&1 &&
+        timeout 600 mpirun --oversubscribe -np "$np" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_comm_lifecycle_libloom \
+            -l 20 -t 300 >>tsan-mpi.log 2>&1; then
         echo "PASS: tsan MPI tests np=$np with the progress thread on"
     else
         echo "FAIL: tsan MPI tests np=$np"

@@ -142,6 +142,7 @@ Status Request::start() {
     Communicator::Guard g(*comm_);
     if (!finished_)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: the request is still active (test or wait for it first)");
+    comm_->note_caller_thread();
     return comm_->launch(*this, args_, call_, plan_, false);
 }
 
@@ -371,8 +372,10 @@ void Communicator::progress_other_communicators(const Communicator *except) {
     walking_communicators = true;
     {
         std::lock_guard<std::recursive_mutex> lock(live_communicators_mutex());
+        const std::thread::id me = std::this_thread::get_id();
         for (Communicator *c : live_communicators()) {
-            if (c == except) continue;
+            // Only this thread's: another thread may be inside one of its own.
+            if (c == except || c->caller_thread_.load(std::memory_order_relaxed) != me) continue;
             Status st = c->progress_all();
             (void)st;  // each request keeps its own error
         }
@@ -563,6 +566,7 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     use_progress_thread();
     Guard g(*this);
+    note_caller_thread();
     std::unique_ptr<Request> req = make_request();
     LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
     *out = std::move(req);

@@ -241,8 +241,7 @@ Status Config::set(const std::string &name, const std::string &value) {
         case ParamType::topology: {
             // The rank count is known only to the communicator: check the
             // form here, against the fewest ranks it allows (a label each,
-            // or one per node). Every communicator coll/loom makes sets it:
-            // a map of a million ranks cost 130 ms per communicator.
+            // or one per node): coll/loom sets it on every communicator.
             NodeMap m;
             const size_t nodes_at = value.find("nodes=");
             size_t ranks = nodes_at == std::string::npos
