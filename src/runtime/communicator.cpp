@@ -376,6 +376,13 @@ void Communicator::progress_other_communicators(const Communicator *except) {
         for (Communicator *c : live_communicators()) {
             // Only this thread's: another thread may be inside one of its own.
             if (c == except || c->caller_thread_.load(std::memory_order_relaxed) != me) continue;
+            // Never wait for another communicator's lock while holding the
+            // registry's: where the progress thread is inside, it moves them.
+            std::unique_lock<std::recursive_mutex> held;
+            if (c->threaded_) {
+                held = std::unique_lock<std::recursive_mutex>(c->mutex_, std::try_to_lock);
+                if (!held.owns_lock()) continue;
+            }
             Status st = c->progress_all();
             (void)st;  // each request keeps its own error
         }

@@ -221,9 +221,10 @@ std::string check_output(const Case &c, int rank, const std::vector<unsigned cha
     return {};
 }
 
-// A blocking call of `count` int64 elements (sum) from `in` into `out`.
+// A call of `count` int64 elements (sum) from `in` into `out`: blocking,
+// or started into *req.
 Status run_int64(Communicator &comm, Collective c, size_t count, const std::vector<int64_t> &in,
-                 std::vector<int64_t> &out) {
+                 std::vector<int64_t> &out, std::unique_ptr<Request> *req = nullptr) {
     CollArgs a;
     a.collective = c;
     a.count = count;
@@ -231,7 +232,7 @@ Status run_int64(Communicator &comm, Collective c, size_t count, const std::vect
     d.sendbuf = in.data();
     d.recvbuf = out.data();
     d.type = LOOM_INT64;
-    return comm.run(a, d);
+    return req ? comm.start(a, d, req) : comm.run(a, d);
 }
 
 // Counts 0, 1, p-1, p, p+1 and a large odd one that still fits the slots
@@ -533,15 +534,9 @@ TEST(SharedSlots, ARankThatFreesItsCommunicatorFirstLeavesWhatItsPeersStillRead)
                 if (r != 2) cv.wait(lock, [&] { return rank2_started; });
             }
             std::vector<int64_t> in(5, r + 1), out(5, -1);
-            CollArgs a;
-            a.collective = Collective::allreduce;
-            a.count = in.size();
-            CallData d;
-            d.sendbuf = in.data();
-            d.recvbuf = out.data();
-            d.type = LOOM_INT64;
             std::unique_ptr<Request> req;
-            if (comm->start(a, d, &req) != LOOM_SUCCESS) return failure(last_error_message());
+            if (run_int64(*comm, Collective::allreduce, in.size(), in, out, &req) != LOOM_SUCCESS)
+                return failure(last_error_message());
             if (r == 2) {
                 std::unique_lock<std::mutex> lock(mu);
                 rank2_started = true;
