@@ -238,7 +238,7 @@ cat >"$log.rows" <<'EOF'
 4|--mca coll_loom_topology nodes=2 --mca coll_loom_progress_thread on
 5|--mca coll_loom_topology 0,1,1,0,2;rails=2
 EOF
-# Not over the rails here: 2 of 22 such runs failed on this machine (a call
+# Not over the rails here: 2 of 16 such runs failed on this machine (a call
 # abandoned at a free, an Intercomm_create error), left to the rails' issue
 # (docs/design.md, "Communicators"); run_mpi_tests.sh runs libloom's over them.
 while IFS= read -r spec <&3; do
