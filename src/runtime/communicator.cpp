@@ -240,10 +240,7 @@ Status Request::wait() {
     bool done = false;
     for (uint32_t polls = 0;; ++polls) {
         LOOM_RETURN_IF_ERROR(test(&done));
-        if (done) return LOOM_SUCCESS;
-        // MPI's progress rule: waiting here must not stall this rank's
-        // calls on other communicators, which the peers may wait for first.
-        Communicator::progress_other_communicators(comm_);
+        if (done) return LOOM_SUCCESS;  // test() also moves the other communicators now and then
         if (slot_call_ || node_slot_call_) comm_->wait_for_slots(polls);
         else if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
     }

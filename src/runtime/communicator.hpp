@@ -86,8 +86,8 @@ class Request {
         node_slot_call_ = node_slot_call;
     }
     Status result() const;  // error_ and its message, in the calling thread's last error
-    // test() progresses the other communicators every kTestsPerWalk calls
-    // that find this request unfinished (wait() at every look).
+    // test(), and so wait(), progresses the other communicators every
+    // kTestsPerWalk looks that find this request unfinished.
     static constexpr uint32_t kTestsPerWalk = 64;
     uint32_t unfinished_tests_ = 0;
     Communicator *comm_ = nullptr;  // null once the communicator is freed
