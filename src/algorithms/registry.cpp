@@ -19,6 +19,8 @@ extern const AlgorithmInfo kReduceScatterBlockRecursiveHalving;
 extern const AlgorithmInfo kReduceScatterBlockPairwise;
 extern const AlgorithmInfo kReduceScatterHierarchical;
 extern const AlgorithmInfo kReduceScatterBlockHierarchical;
+extern const AlgorithmInfo kReduceScatterRailRing;
+extern const AlgorithmInfo kReduceScatterBlockRailRing;
 extern const AlgorithmInfo kAllgatherRing;
 extern const AlgorithmInfo kAllgatherRecursiveDoubling;
 extern const AlgorithmInfo kAllgatherBruck;
@@ -74,6 +76,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kReduceScatterRecursiveHalving,
         &kReduceScatterPairwise,
         &kReduceScatterHierarchical,
+        &kReduceScatterRailRing,
         &kReduceScatterSharedSlots,
         &kReduceScatterNodeSlots,
         &kReduceScatterCudaIpcDirect,
@@ -81,6 +84,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kReduceScatterBlockRecursiveHalving,
         &kReduceScatterBlockPairwise,
         &kReduceScatterBlockHierarchical,
+        &kReduceScatterBlockRailRing,
         &kReduceScatterBlockSharedSlots,
         &kReduceScatterBlockNodeSlots,
         &kReduceScatterBlockCudaIpcDirect,
