@@ -23,9 +23,18 @@ void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vec
     // apply here and the flat ones (some always applicable) are chosen.
     Selection chosen;
     default_selection(sub, &chosen);
-    b.push_group(ranks, input, output, lane);
+    b.push_group(ranks, input, output, lane, phase_name(sub, *chosen.algorithm));
     chosen.algorithm->build(sub, me, b);
     b.pop_group();
+}
+
+std::string phase_name(const CollArgs &sub, const AlgorithmInfo &algorithm) {
+    std::string name = collective_name(sub.collective);
+    name += ' ';
+    name += algorithm.name;
+    name += " over " + std::to_string(sub.nranks);
+    if (sub.single_node) name += " (node)";
+    return name;
 }
 
 std::string needs_node_map(const CollArgs &a) {

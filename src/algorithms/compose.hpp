@@ -19,6 +19,10 @@ CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count
 void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vector<int> &ranks, int me, Slice input,
                           Slice output, int lane = -1);
 
+// The step timeline's name of a sub-collective: "allreduce ring over 4",
+// "reduce_scatter direct over 2 (node)".
+std::string phase_name(const CollArgs &sub, const AlgorithmInfo &algorithm);
+
 // The nodes' ranks and this rank's place, for the node-aware builders; the
 // algorithms' restrictions guarantee a.nodes is set.
 struct NodeView {

@@ -93,11 +93,23 @@ Slice ProgramBuilder::to_current(const Slice &s) const {
     return Slice{base.buffer, base.offset + s.offset, s.count};
 }
 
-void ProgramBuilder::push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane) {
+void ProgramBuilder::push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane,
+                                const std::string &phase) {
     Group g;
     g.input = to_current(input);
     g.output = to_current(output);
     g.lane = lane >= 0 ? lane : (groups_.empty() ? -1 : groups_.back().lane);
+    g.phase = groups_.empty() ? 0 : groups_.back().phase;
+    if (!phase.empty()) {
+        if (p_.phases.empty()) p_.phases.emplace_back();
+        const std::string &outer = p_.phases[g.phase];
+        const std::string name = outer.empty() ? phase : outer + " / " + phase;
+        const auto it = std::find(p_.phases.begin(), p_.phases.end(), name);
+        g.phase = static_cast<uint16_t>(it - p_.phases.begin());
+        if (it == p_.phases.end() && p_.phases.size() < 0xffff) p_.phases.push_back(name);
+        else if (it == p_.phases.end()) g.phase = 0;
+        if (p_.step_phase.size() < p_.steps.size()) p_.step_phase.resize(p_.steps.size(), 0);
+    }
     g.ranks = ranks;
     if (!groups_.empty())
         for (int &r : g.ranks) r = groups_.back().ranks[r];
@@ -134,6 +146,8 @@ StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const 
     s.dep_count = static_cast<uint32_t>(all.size());
     p_.deps.insert(p_.deps.end(), all.begin(), all.end());
     p_.steps.push_back(s);
+    if (!p_.step_phase.empty() || (!groups_.empty() && groups_.back().phase != 0))
+        p_.step_phase.resize(p_.steps.size(), groups_.empty() ? 0 : groups_.back().phase);
     return id;
 }
 

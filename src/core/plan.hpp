@@ -72,6 +72,15 @@ struct Program {
     std::vector<StepId> next_in_peer_order;
     std::vector<uint32_t> initial_unmet;  // dependencies + the posting-order gate
     std::vector<StepId> initial_ready;    // steps with nothing to wait for
+    // The sub-collectives of a composition, for the step timeline: phase
+    // names ([0] is the plan's own steps, "") and each step's phase (empty
+    // when the plan has none).
+    std::vector<std::string> phases;
+    std::vector<uint16_t> step_phase;
+    const std::string &phase_of(StepId id) const {
+        static const std::string none;
+        return step_phase.empty() ? none : phases[step_phase[id]];
+    }
     static constexpr StepId kNoStep = 0xffffffffu;
 
     size_t size() const { return steps.size(); }
@@ -133,7 +142,10 @@ class ProgramBuilder {
     // of the current ones (scratch stays shared). A sub-plan is then built
     // by any algorithm's builder with group-relative CollArgs. Groups nest.
     // `lane` >= 0 puts the group's sends on that lane (its rail).
-    void push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane = -1);
+    // `phase` names the sub-collective for the step timeline ("allreduce
+    // rabenseifner over 4"); nested names join with " / ".
+    void push_group(const std::vector<int> &ranks, Slice input, Slice output, int lane = -1,
+                    const std::string &phase = {});
     void pop_group();
     Program &program() { return p_; }
 
@@ -142,6 +154,7 @@ class ProgramBuilder {
         std::vector<int> ranks;
         Slice input, output;
         int lane;
+        uint16_t phase;  // index into Program::phases
     };
     std::vector<Group> groups_;
     Slice to_current(const Slice &s) const;  // a slice of the innermost group, in the program's buffers

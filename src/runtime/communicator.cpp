@@ -159,6 +159,7 @@ Status Request::advance_node_slots() {
             eb.scratch = scratch_.data();
             eb.elem_size = args_.elem_size;
             eb.reduce = reduce_;
+            if (traced_) eb.trace = &trace_times_;
             if (execution_) execution_->reset(program_.get(), tag_, eb);
             else execution_ = std::make_unique<Execution>(program_.get(), comm_->transport(), tag_, eb);
             exchanging_ = true;
@@ -180,6 +181,7 @@ Status Request::advance_node_slots() {
     }
     finished_ = true;
     erase_one(comm_->active_, this);
+    if (traced_) comm_->trace_end(*this);
     return error_;
 }
 
@@ -190,6 +192,7 @@ Status Request::advance() {
         if (slot_.advance(&comm_->slots_finished_)) {
             finished_ = true;
             erase_one(comm_->active_, this);
+            if (traced_) comm_->trace_end(*this);
             if (slot_.failed()) {
                 error_ = LOOM_ERR_INVALID_ARGUMENT;
                 error_message_ = slot_mismatch(args_, comm_->rank(), slot_.mismatched_rank());
@@ -202,7 +205,10 @@ Status Request::advance() {
     error_ = execution_->progress(&complete);
     finished_ = complete || error_ != LOOM_SUCCESS;
     if (error_ != LOOM_SUCCESS) error_message_ = last_error_message();
-    if (finished_) erase_one(comm_->active_, this);
+    if (finished_) {
+        erase_one(comm_->active_, this);
+        if (traced_) comm_->trace_end(*this);
+    }
     return error_;
 }
 
@@ -238,15 +244,43 @@ Status Request::test(bool *done) {
 
 Status Request::wait() {
     bool done = false;
+    // Sleeping waits: the news seen last (steps completed, data moved) and since when.
+    uint64_t news = UINT64_MAX, quiet_since = 0;
     for (uint32_t polls = 0;; ++polls) {
         LOOM_RETURN_IF_ERROR(test(&done));
         if (done) return LOOM_SUCCESS;  // test() also moves the other communicators now and then
-        if (slot_call_ || node_slot_call_) comm_->wait_for_slots(polls);
-        else if (comm_->transport().oversubscribed()) sched_yield();  // let the ranks we wait for run
+        ++waits_.polls;
+        if (!comm_) continue;  // freed meanwhile: the next test reports it
+        if (slot_call_ || node_slot_call_) {
+            if (comm_->wait_for_slots(polls)) ++waits_.yields;
+            continue;
+        }
+        if (comm_->sleeping_waits()) {
+            const uint64_t now = now_ns();
+            const uint64_t seen = execution_->completed_steps() + comm_->transport().data_movements();
+            if (seen != news) {
+                news = seen;
+                quiet_since = now;
+            } else if (now - quiet_since >= comm_->wait_spin_ns_ && comm_->transport().sleep_until_news(kSleepUs)) {
+                ++waits_.sleeps;
+                continue;
+            }
+        }
+        if (comm_->transport().oversubscribed()) {
+            sched_yield();  // let the ranks we wait for run
+            ++waits_.yields;
+        }
     }
 }
 
-void Communicator::wait_for_slots(uint32_t polls) {
+void Communicator::decide_sleeping_waits() {
+    sleep_generation_ = config_.generation();
+    const long long mode = config_.integer(kParamWait);
+    sleeping_waits_ = mode == kWaitSleep || (mode == kWaitAuto && !core_per_local_rank());
+    wait_spin_ns_ = static_cast<uint64_t>(config_.integer(kParamWaitSpinUs)) * 1000;
+}
+
+bool Communicator::wait_for_slots(uint32_t polls) {
     if (slots_wait_generation_ != config_.generation()) {  // the parameter, read once per value
         const long long mode = config_.integer(kParamSlotsWait);
         slots_yield_ = mode == kSlotsWaitYield || (mode == kSlotsWaitAuto && !core_per_local_rank());
@@ -261,7 +295,9 @@ void Communicator::wait_for_slots(uint32_t polls) {
         Status st = router_->idle();
         (void)st;  // the calls whose messages failed report it
         if (!engine_yields_) sched_yield();
-    } else if (polls % 256 == 255) {
+        return true;
+    }
+    if (polls % 256 == 255) {
         Status st = router_->idle();
         (void)st;
     } else {
@@ -269,6 +305,7 @@ void Communicator::wait_for_slots(uint32_t polls) {
         __builtin_ia32_pause();
 #endif
     }
+    return false;
 }
 
 bool Communicator::progress_from_thread(bool *pending, bool *moved) {
@@ -697,6 +734,10 @@ Status Communicator::launch_slots(Request &req, const CollArgs &args, const Call
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
     req.arm(this, /*slot_call=*/true, /*node_slot_call=*/false);
     if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
+    req.traced_ = false;
+    if (tracing())
+        trace_begin(req, args, last_algorithm_[static_cast<int>(args.collective)], 0,
+                    req.persistent_ ? "persistent" : "nonblocking", nullptr);
     req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
                     slot_reduction(args.collective, call), SlotCall::call_signature(args, call.type, call.op));
     active_.push_back(&req);
@@ -720,6 +761,10 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
     if (req.program_ != plan.program) req.program_ = plan.program;
     req.plan_id_ = plan.id;
     req.reduce_ = slot_reduction(args.collective, call);
+    req.traced_ = false;
+    if (tracing())
+        trace_begin(req, args, plan.algorithm->name, plan.id, req.persistent_ ? "persistent" : "nonblocking",
+                    plan.program.get());
     // Every rank takes the tag, so that tags stay equal everywhere; only
     // the leaders' plan uses it.
     req.tag_ = next_tag_;
@@ -778,6 +823,12 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
     next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
+    req.traced_ = false;
+    if (tracing()) {
+        trace_begin(req, args, plan->algorithm->name, plan->id,
+                    blocking ? "blocking" : req.persistent_ ? "persistent" : "nonblocking", plan->program.get());
+        eb.trace = &req.trace_times_;
+    }
     if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
     else req.execution_ = std::make_unique<Execution>(req.program_.get(), *router_, tag, eb);
     timed_plan_ = Route::kNoPlan;
@@ -786,6 +837,7 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
         timed_start_ns_ = now_ns();
     }
     req.thread_driven_ = args.progress_thread && plan->thread_drivable;
+    req.trace_call_.thread_driven = req.thread_driven_;
     if (args.progress_thread) {
         if (req.thread_driven_) {
             ++thread_driven_calls_;
@@ -894,6 +946,12 @@ Status Communicator::run(CollArgs args, const CallData &call) {
         const bool repeatable = verbose < 2 && !threaded_ && deferred_.empty() && periodic_.empty();
         slot_shape_.valid = false;  // until this call has run
         const uint64_t signature = SlotCall::call_signature(args, call.type, call.op);
+        if (tracing()) {  // no request: the blocking request's record serves
+            trace_begin(*blocking_, args, plan->algorithm->name, plan->id, "blocking", nullptr);
+            const Status st = run_slots(args, call, reduce, signature);
+            trace_end(*blocking_);
+            return st;
+        }
         const Status st = run_slots(args, call, reduce, signature);
         if (st == LOOM_SUCCESS && repeatable) {
             slot_shape_.args = args;
@@ -914,6 +972,53 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     const Status st = blocking_->wait();
     if (st == LOOM_SUCCESS) router_->call_ends(timed, now_ns() - timed_start_ns_);
     return st;
+}
+
+void Communicator::refresh_trace() {
+    trace_generation_ = config_.generation();
+    const std::string &path = config_.raw(kParamTrace);
+    if (trace_file_ && trace_file_->path() == path) return;
+    trace_file_.reset();
+    if (path.empty()) return;
+    std::string why;
+    trace_file_ = TraceFile::open(path, rank_, &why);
+    if (!trace_file_) {
+        // Once per process and path: every communicator would say it again.
+        static std::mutex said_mutex;
+        static std::set<std::string> said;
+        std::lock_guard<std::mutex> lock(said_mutex);
+        if (said.insert(why).second) std::fprintf(stderr, "loom: trace: %s; the job runs untraced\n", why.c_str());
+        return;
+    }
+    trace_comm_ = trace_file_->new_communicator(rank_, size_);
+}
+
+void Communicator::trace_begin(Request &req, const CollArgs &args, const char *algorithm, uint32_t plan,
+                               const char *kind, const Program *program) {
+    req.traced_ = true;
+    CallRecord &c = req.trace_call_;
+    c.collective = collective_name(args.collective);
+    c.algorithm = algorithm ? algorithm : "";
+    c.kind = kind;
+    c.bytes = message_bytes(args);
+    c.plan = plan;
+    c.call = trace_calls_++;
+    c.thread_driven = false;
+    c.end_ns = 0;
+    req.waits_.clear();
+    req.trace_program_ = program;
+    req.trace_elem_size_ = args.elem_size;
+    if (program) req.trace_times_.arm(program->size());
+    c.start_ns = trace_clock_ns();
+}
+
+void Communicator::trace_end(Request &req) {
+    req.traced_ = false;
+    if (!trace_file_) return;
+    req.trace_call_.end_ns = trace_clock_ns();
+    req.trace_call_.wait = req.waits_;
+    trace_file_->write_call(trace_comm_, req.trace_call_, req.trace_program_,
+                            req.trace_program_ ? &req.trace_times_ : nullptr, router_.get(), req.trace_elem_size_);
 }
 
 }  // namespace loom

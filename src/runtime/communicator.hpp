@@ -17,6 +17,7 @@
 #include "runtime/params.hpp"
 #include "runtime/node_slot_call.hpp"
 #include "runtime/slot_call.hpp"
+#include "runtime/trace.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
 #include "transport/shm/shm.hpp"
@@ -89,6 +90,8 @@ class Request {
     // test(), and so wait(), progresses the other communicators every
     // kTestsPerWalk looks that find this request unfinished.
     static constexpr uint32_t kTestsPerWalk = 64;
+    // A sleeping wait's longest sleep: the transports that cannot wake it are polled this often.
+    static constexpr int kSleepUs = 1000;
     uint32_t unfinished_tests_ = 0;
     Communicator *comm_ = nullptr;  // null once the communicator is freed
     bool thread_driven_ = false;    // the progress thread advances it too
@@ -112,6 +115,13 @@ class Request {
     uint32_t tag_ = 0, plan_id_ = 0;
     ReduceFn reduce_ = nullptr;
     Status advance_node_slots();
+    // The step timeline of this call (when the communicator traces) and how its waits went.
+    bool traced_ = false;
+    CallRecord trace_call_;
+    StepTimes trace_times_;
+    const Program *trace_program_ = nullptr;  // kept alive by program_ while the call runs
+    size_t trace_elem_size_ = 1;
+    WaitCounts waits_;
     bool finished_ = false;
     Status error_ = LOOM_SUCCESS;
 };
@@ -300,8 +310,35 @@ class Communicator {
     // The same for a node_slots call, blocking or not.
     Status launch_node_slots(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan);
     // Between two polls of a shared-slots call that found a peer not
-    // there yet: spin on our core, or give it away where ranks share cores.
-    void wait_for_slots(uint32_t polls);
+    // there yet: spin on our core, or give it away where ranks share cores
+    // (true then).
+    bool wait_for_slots(uint32_t polls);
+    // Whether a wait may sleep in the kernel (parameter wait), and after how
+    // long without news; re-read when the parameters change.
+    bool sleeping_waits() {
+        if (sleep_generation_ != config_.generation()) decide_sleeping_waits();
+        return sleeping_waits_;
+    }
+    void decide_sleeping_waits();
+    bool sleeping_waits_ = false;
+    uint64_t wait_spin_ns_ = 0;
+    uint64_t sleep_generation_ = UINT64_MAX;
+
+    // The step timeline (parameter trace): the file, this communicator's
+    // number in it and its calls so far; re-read when the parameters change.
+    std::shared_ptr<TraceFile> trace_file_;
+    uint32_t trace_comm_ = 0;
+    uint64_t trace_calls_ = 0;
+    uint64_t trace_generation_ = UINT64_MAX;
+    bool tracing() {
+        if (trace_generation_ != config_.generation()) refresh_trace();
+        return trace_file_ != nullptr;
+    }
+    void refresh_trace();
+    // Arms the request's record for a call of `plan` (steps: with a program).
+    void trace_begin(Request &req, const CollArgs &args, const char *algorithm, uint32_t plan, const char *kind,
+                     const Program *program);
+    void trace_end(Request &req);
 
     // LRU plan cache: most recently used at the front.
     std::list<std::pair<PlanKey, CachedPlan>> lru_;

@@ -72,6 +72,7 @@ void Execution::release(StepId id) {
 void Execution::complete(StepId id) {
     const Program &p = *program_;
     ++completed_;
+    if (buffers_.trace) buffers_.trace->done[id] = trace_clock_ns();
     for (uint32_t i = p.dependents_begin[id]; i < p.dependents_begin[id + 1]; ++i) release(p.dependents[i]);
 }
 
@@ -86,6 +87,7 @@ Status Execution::run_ready() {
             case StepKind::join: complete(id); break;
             case StepKind::copy:
             case StepKind::reduce: {
+                if (buffers_.trace) buffers_.trace->posted[id] = trace_clock_ns();
                 if (!buffers_.engine) {
                     if (s.kind == StepKind::copy) host_copy(address(s.dst), address(s.src), s.dst.count * es);
                     else host_reduce(address(s.dst), address(s.src), s.dst.count, buffers_.reduce);
@@ -119,6 +121,10 @@ Status Execution::run_ready() {
                         ? transport_.post_send(address(s.src), s.src.count * es, s.peer, tag_, route, &a.handle)
                         : transport_.post_recv(address(s.dst), s.dst.count * es, s.peer, tag_, route, &a.handle);
                 if (st != LOOM_SUCCESS) return st;
+                if (buffers_.trace) {
+                    buffers_.trace->posted[id] = trace_clock_ns();
+                    buffers_.trace->carrier[id] = a.handle.carrier;
+                }
                 active_.push_back(a);
                 if (p.next_in_peer_order[id] != Program::kNoStep) release(p.next_in_peer_order[id]);
                 break;

@@ -9,6 +9,7 @@
 #include "core/datatype.hpp"
 #include "core/plan.hpp"
 #include "engine/engine.hpp"
+#include "runtime/trace.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -21,6 +22,7 @@ struct ExecutionBuffers {
     ReduceFn reduce = nullptr;       // null for collectives without reduction
     Engine *engine = nullptr;        // null: host memory, run by the host engine's kernels inline
     uint32_t plan = Route::kNoPlan;  // the communicator's id of the program, for the transports
+    StepTimes *trace = nullptr;      // the step timeline's record of this run, armed for the program; null: off
 };
 
 class Execution {

@@ -141,6 +141,23 @@ const std::vector<ParamSpec> &param_table() {
          "device, each rank reading its peers' buffers through CUDA IPC (the cuda_ipc_* algorithms); 0 stage them "
          "through pinned host memory like every other call on device buffers. Every rank must set the same value",
          0, 1, Collective::allreduce},
+        {kParamTrace, "trace", ParamType::path, "", 4,
+         "Write the step timeline of every collective to this file, as Chrome trace-event JSON (Perfetto, "
+         "chrome://tracing, loom-trace(1)): each call and each step of its plan, posted and completed, with peer, "
+         "bytes, lane, rail, transport and phase. %r is the process's rank in the job, %p its pid, %h its host "
+         "(\"/tmp/loom-%r.json\"); empty: off. A file that cannot be written is reported once and the job runs "
+         "untraced",
+         0, 0, Collective::allreduce},
+        {kParamWait, "wait", ParamType::choice, "auto", 4,
+         "How a rank waits for a collective's messages: spin, polling without pause; sleep, after wait_spin_us "
+         "without news, in the kernel until a transport that can wake it (the rails' UCX workers) has news, at most "
+         "a millisecond at a time (the others are polled between sleeps); auto, sleep where this rank shares its "
+         "cores with other ranks (Open MPI's mpi_yield_when_idle, or more ranks on the node than cores) and spin "
+         "otherwise",
+         0, 0, Collective::allreduce, "auto,spin,sleep"},
+        {kParamWaitSpinUs, "wait_spin_us", ParamType::integer, "50", 5,
+         "How long a wait that may sleep polls without news before it sleeps, in microseconds",
+         0, 1LL << 30, Collective::allreduce},
     };
     return table;
 }

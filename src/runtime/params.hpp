@@ -46,6 +46,9 @@ enum ParamId {
     kParamSlotsWait,
     kParamCudaStagingChunkBytes,
     kParamCudaIpc,
+    kParamTrace,
+    kParamWait,
+    kParamWaitSpinUs,
     kParamCount
 };
 
@@ -90,6 +93,8 @@ class Config {
 enum ProgressThreadMode { kProgressThreadOff = 0, kProgressThreadOn = 1, kProgressThreadAuto = 2 };
 // The slots_wait parameter's values, by index.
 enum SlotsWaitMode { kSlotsWaitAuto = 0, kSlotsWaitSpin = 1, kSlotsWaitYield = 2 };
+// The wait parameter's values, by index.
+enum WaitMode { kWaitAuto = 0, kWaitSpin = 1, kWaitSleep = 2 };
 
 // Parses "64k", "1MiB", "4096" into bytes; false when malformed.
 bool parse_size(const std::string &text, long long *out);

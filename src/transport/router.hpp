@@ -53,7 +53,21 @@ class Router final : public Transport {
     // plan `plan`): null when each goes through a transport that allows it,
     // else the name of the first that does not.
     const char *thread_blocker(const Program &program, uint32_t plan, size_t elem_size);
+    // For the step timeline: the name of a handle's carrier, and how it
+    // spread a message over its rails (Transport::rail_split).
+    const char *carrier_name(uint32_t carrier) const {
+        return carrier < transports_.size() ? transports_[carrier].transport->name() : "?";
+    }
+    void rail_split(uint32_t carrier, size_t bytes, const Route &route,
+                    std::vector<std::pair<int, size_t>> *out) const {
+        if (carrier < transports_.size()) transports_[carrier].transport->rail_split(bytes, route, out);
+        else out->clear();
+    }
     Doorbell doorbell() override;  // the first transport's that has one
+    // Sleeps until a transport that can wake a sleeper has news, at most
+    // `timeout_us`; false (at once) when some transport has news now or
+    // none can wake a sleeper.
+    bool sleep_until_news(int timeout_us);
     void ring_peers() override;
 
   private:
@@ -77,6 +91,7 @@ class Router final : public Transport {
     Status test_entry(Entry &e, unsigned char *done, bool *moved, bool *finished);
     bool followers_start(uint32_t plan, bool blocking);
     std::vector<Entry> transports_;       // in the order added: a handle's carrier indexes it; [0] carries anything
+    std::vector<int> wake_fds_;           // scratch for sleep_until_news
     std::vector<size_t> order_;           // preference order: indices into transports_, the fallback last
     std::vector<Transport *> followers_;  // those that follow plans
     int rank_, size_;

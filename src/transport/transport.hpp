@@ -137,6 +137,20 @@ class Transport {
     // work or frees room they wait for.
     virtual void ring_peers() {}
 
+    // For the step timeline: how this transport spreads a message of
+    // `bytes` on `route` over its rails, as (rail, bytes); left empty by a
+    // transport without rails.
+    virtual void rail_split(size_t bytes, const Route &route, std::vector<std::pair<int, size_t>> *out) const {
+        out->clear();
+    }
+
+    // Sleeping waits. Prepares to sleep until this transport has news for
+    // this rank: 1 when armed (the file descriptors that then become
+    // readable are appended to *fds), 0 when it has news already (do not
+    // sleep), -1 when it has no way to wake a sleeper (it is polled when
+    // the sleep ends).
+    virtual int arm_wakeup(std::vector<int> *fds) { return -1; }
+
     // Counts of its own worth showing beside the router's per-lane
     // messages and bytes ("single_copy_sends" ...).
     virtual void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {}

@@ -50,6 +50,45 @@ echo "$out" | grep -q "allreduce  *[1-9][0-9]* .* 0 " ||
     { echo "FAIL: coll/loom did not handle the allreduces"; status=1; }
 echo "$out" | grep -q "shared_memory among 2 ranks" ||
     { echo "FAIL: Loom did not group the ranks by emulated node"; status=1; }
+# The step timeline: every rank's file holds every step of every call's
+# plan, loom-trace merges them, and the bytes it saw on each rail are the
+# allreduces' bytes coll_loom_stats counted. A trace file that cannot be
+# written is reported and the job runs untraced.
+trace_dir=$(mktemp -d "$LOOM_BUILD/trace.XXXXXX")  # not /tmp: every node has its own
+traced=$(timeout 120 sh "$testbed" run -np 4 --map-by node \
+    --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
+    --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args --mca coll_loom_trace "$trace_dir/loom-%r.json" \
+    "$LOOM_BUILD/perf/loom-bench" allreduce -m 1048576:1048576 -i 3 -x 1 -c 2>&1)
+checked=$("$LOOM_BUILD/src/loom-trace" -q --check -o "$trace_dir/merged.json" "$trace_dir"/loom-[0-3].json 2>&1)
+rc=$?
+remerged=$("$LOOM_BUILD/src/loom-trace" -q --check "$trace_dir/merged.json" 2>&1)
+trace_ok=1
+echo "$traced" | grep -q Pass || trace_ok=0
+[ $rc -eq 0 ] && echo "$checked" | grep -Eq "check: [1-9][0-9]* calls in 4 files, 0 with steps missing" || trace_ok=0
+[ "$(echo "$checked" | grep "carried")" = "$(echo "$remerged" | grep "carried")" ] || trace_ok=0
+if [ -n "$rails_args" ]; then
+    for r in 0 1; do
+        # coll_loom_stats reports rank 0's counts.
+        counted=$(echo "$traced" | grep -o "allreduce_rail${r}_sent_bytes=[0-9]*" | head -1 | cut -d= -f2)
+        seen=$(echo "$checked" | awk -v r="ucx rail$r" '$0 == "check: rank 0 sent " $5 " bytes through " r {print $5}')
+        [ "$counted" -gt 0 ] && [ "$counted" = "$seen" ] || { trace_ok=0; echo "rail$r: stats $counted bytes, trace ${seen:-none}"; }
+    done
+fi
+untraced=$(timeout 120 sh "$testbed" run -np 4 --map-by node \
+    --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
+    --mca coll_loom_priority 100 --mca coll_loom_trace /nonexistent-dir/loom-%r.json \
+    "$LOOM_BUILD/perf/loom-bench" allreduce -m 65536:65536 -i 2 -x 1 -c 2>&1)
+echo "$untraced" | grep -q "loom: trace: cannot write the trace file '/nonexistent-dir/loom-0.json': No such file or directory; the job runs untraced" &&
+    echo "$untraced" | grep -q Pass || { trace_ok=0; echo "$untraced" | tail -5; }
+if [ $trace_ok -eq 1 ]; then
+    echo "PASS: the step timeline across the testbed: every step on every rank, merged, bytes per rail as counted"
+else
+    echo "FAIL: the step timeline across the testbed"
+    echo "$checked" | tail -8
+    echo "$traced" | tail -5
+    status=1
+fi
+rm -rf "$trace_dir"
 # The node-aware algorithms forced, every collective's results checked by
 # test_component, across the nodes (over the rails when built with UCX).
 for forced in "hier_split hierarchical hierarchical node_aggregation" "hier_leader hierarchical hierarchical node_aggregation"; do

@@ -4,6 +4,10 @@
 // cut of large messages by weight, lanes on their rails, and the rail
 // parameters' parsing.
 #include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <thread>
 
 #include <chrono>
 #include <cstring>
@@ -248,6 +252,64 @@ TEST(UcxTransport, ManyOutstandingBothWaysCompleteInAnyOrder) {
         EXPECT_EQ(p.fabric->undelivered(), 0u);  // every answer was received
     }
   }
+}
+
+// Sleeping waits: a receiver that sleeps on its rails' event descriptors
+// between polls (arm, then poll without a timeout that matters) is woken by
+// every message, eager or rendezvous, striped or not, and both ways: a
+// wake-up lost between the poll that found nothing and the arm would leave
+// it asleep for the 30 s timeout, which fails the test. The sender runs on
+// another thread and starts late, so the receiver is asleep when data comes.
+TEST(UcxTransport, ASleepingReceiverIsWokenByEveryMessage) {
+    Pair p = make_pair({1, 1}, 64 << 10);
+    const std::vector<size_t> sizes = {8, 20000, 65536, 1 << 20, 3, 300000};
+    std::vector<std::vector<unsigned char>> out(sizes.size()), in(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        out[i].assign(sizes[i], static_cast<unsigned char>(i + 1));
+        in[i].assign(sizes[i], 0);
+    }
+    std::atomic<bool> sender_failed{false};
+    int timeouts = 0, sleeps = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        TransportHandle recv;
+        ASSERT_EQ(p.t[1]->post_recv(in[i].data(), sizes[i], 0, static_cast<uint32_t>(i), Route{}, &recv),
+                  LOOM_SUCCESS);
+        std::thread sender([&, i] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            TransportHandle send;
+            if (p.t[0]->post_send(out[i].data(), sizes[i], 1, static_cast<uint32_t>(i), Route{}, &send) !=
+                LOOM_SUCCESS) {
+                sender_failed = true;
+                return;
+            }
+            for (unsigned char done = 0; !done;) {
+                TransportHandle *h = &send;
+                if (p.t[0]->test_many(&h, 1, &done, nullptr) != LOOM_SUCCESS) {
+                    sender_failed = true;
+                    return;
+                }
+                std::this_thread::yield();
+            }
+        });
+        for (unsigned char done = 0; !done && !sender_failed;) {
+            TransportHandle *h = &recv;
+            ASSERT_EQ(p.t[1]->test_many(&h, 1, &done, nullptr), LOOM_SUCCESS);
+            if (done) break;
+            std::vector<int> fds;
+            const int armed = p.t[1]->arm_wakeup(&fds);
+            ASSERT_NE(armed, -1) << "the rails have no event descriptors";
+            if (armed == 0) continue;  // news already: poll again
+            std::vector<pollfd> pfds;
+            for (int fd : fds) pfds.push_back(pollfd{fd, POLLIN, 0});
+            ++sleeps;
+            if (poll(pfds.data(), pfds.size(), 30000) == 0) ++timeouts;
+        }
+        sender.join();
+        EXPECT_EQ(in[i], out[i]) << sizes[i] << " bytes";
+    }
+    EXPECT_FALSE(sender_failed);
+    EXPECT_GT(sleeps, 0);
+    EXPECT_EQ(timeouts, 0) << "a sleeping receiver missed its wake-up";
 }
 
 // A striped message whose receiver's rail 1 failed before it was posted:

@@ -30,7 +30,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     for (int n = 0; n < nodes; ++n) ring[static_cast<size_t>(n)] = m.members[n][static_cast<size_t>(v.local)];
     const Slice gathered = b.scratch(block * static_cast<size_t>(nodes));
     CollArgs sub = sub_args(a, Collective::allgather, nodes, block, false);
-    b.push_group(ring, input_slice(0, block), gathered, v.local);
+    b.push_group(ring, input_slice(0, block), gathered, v.local, phase_name(sub, kAllgatherRing));
     kAllgatherRing.build(sub, v.node, b);
     b.pop_group();
     auto gathered_block = [&](const Slice &at, int n) {

@@ -26,6 +26,8 @@ Status make_worker(Rail &rail, std::shared_ptr<RailWorker> *out) {
     ucs_status_t s = ucp_worker_create(rail.context, &wp, &w->handle);
     if (s != UCS_OK) return ucx_error(s, "rail " + rail.device + ": creating a UCP worker");
     rail.all.push_back(w);
+    // A waiting rank sleeps on it; without one it polls (UCX says why not in its log).
+    if (ucp_worker_get_efd(w->handle, &w->efd) != UCS_OK) w->efd = -1;
     ucp_address_t *address = nullptr;
     size_t length = 0;
     s = ucp_worker_get_address(w->handle, &address, &length);
@@ -54,7 +56,7 @@ Status make_rail(const std::string &device, const std::string &tls, Rail *out) {
     }
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_TAG;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     s = ucp_init(&params, config, &out->context);
     ucp_config_release(config);
     if (s != UCS_OK)

@@ -32,6 +32,7 @@ struct RailWorker {
     ucp_worker_h handle = nullptr;
     std::string address;  // this worker's UCP address, to hand to peers
     std::map<std::string, ucp_ep_h> endpoints;  // by the remote worker's address
+    int efd = -1;  // readable when the worker has news, once armed (ucp_worker_arm); -1: none
     // Set once the rail failed on this worker: nobody progresses it again.
     bool down = false;
 };

@@ -505,6 +505,22 @@ bool UcxTransport::detach(Op &op, uint32_t index) {
     return true;
 }
 
+int UcxTransport::arm_wakeup(std::vector<int> *fds) {
+    RailsLock lock(rails_mutex());
+    const size_t before = fds->size();
+    for (const auto &w : worker_) {
+        if (w->down) continue;
+        if (w->efd < 0) return -1;
+        // Arming fails while events are pending: they are news.
+        if (ucp_worker_progress(w->handle) != 0) return 0;
+        const ucs_status_t s = ucp_worker_arm(w->handle);
+        if (s == UCS_ERR_BUSY) return 0;
+        if (s != UCS_OK) return -1;
+        fds->push_back(w->efd);
+    }
+    return fds->size() > before ? 1 : -1;
+}
+
 Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will

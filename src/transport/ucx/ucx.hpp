@@ -112,6 +112,10 @@ class UcxTransport final : public Transport {
     Status idle() override { return below_ ? below_->idle() : LOOM_SUCCESS; }
     uint64_t data_movements() const override { return movements_; }
     void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
+    int arm_wakeup(std::vector<int> *fds) override;
+    void rail_split(size_t bytes, const Route &route, std::vector<std::pair<int, size_t>> *out) const override {
+        cut(bytes, route.lane, out, route.plan);
+    }
 
     size_t rails() const { return workers_->count(); }
     uint32_t comm_id() const { return comm_id_; }
