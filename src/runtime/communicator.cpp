@@ -607,6 +607,9 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
 Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     use_progress_thread();
     Guard g(*this);
+    // The first collective of any kind is a point every rank reaches in the
+    // same order: a program that only makes nonblocking calls gets its rails too.
+    if (!deferred_.empty() && active_.empty()) run_deferred();
     note_caller_thread();
     std::unique_ptr<Request> req = make_request();
     LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
@@ -617,6 +620,7 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
 Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {
     use_progress_thread();
     Guard g(*this);
+    if (!deferred_.empty() && active_.empty()) run_deferred();  // as start(): init is collective too
     std::unique_ptr<Request> req = make_request();
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
@@ -922,13 +926,15 @@ void Communicator::run_periodic(CollArgs &args, const CallData &call) {
     now.swap(periodic_);
 }
 
+void Communicator::run_deferred() {
+    std::vector<void (*)(Communicator &)> now;
+    now.swap(deferred_);
+    for (auto set_up : now) set_up(*this);
+}
+
 Status Communicator::run(CollArgs args, const CallData &call) {
     Guard g(*this);
-    if (!deferred_.empty()) {
-        std::vector<void (*)(Communicator &)> now;
-        now.swap(deferred_);
-        for (auto set_up : now) set_up(*this);
-    }
+    if (!deferred_.empty()) run_deferred();
     if (!periodic_.empty()) run_periodic(args, call);
     // A blocking call cannot overlap another blocking call on this
     // communicator, so one reusable request serves them all.

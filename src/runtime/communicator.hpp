@@ -184,8 +184,8 @@ class Communicator {
 
     // A set-up that needs its ranks to talk (the rails' address exchange)
     // where the communicator was made without communication (coll/loom):
-    // it runs at the start of the first blocking collective, which every
-    // rank calls in the same order.
+    // it runs at the start of the communicator's first collective, blocking,
+    // nonblocking or persistent, which every rank calls in the same order.
     void defer(void (*set_up)(Communicator &)) { deferred_.push_back(set_up); }
     // A transport's agreement among the ranks (the rails' weights), run at
     // the start of every `every`-th blocking collective of at least
@@ -197,6 +197,7 @@ class Communicator {
     // Collectives over this communicator's present transports, for set-ups.
     Status allgather_bytes(const void *mine, size_t bytes, void *all);
     Status allreduce_int64(int64_t *values, size_t n, loom_op_t op);
+    void run_deferred();  // the deferred set-ups, once
 
     // Which node each rank is on. Only before the first collective; plans
     // of node-aware algorithms depend on it.

@@ -89,6 +89,22 @@ else
     status=1
 fi
 rm -rf "$trace_dir"
+# A program that makes only nonblocking calls gets the rails at its first
+# one (before, they came up at the first blocking collective).
+if [ -n "$rails_args" ]; then
+    nb=$(timeout 120 sh "$testbed" run -np 4 --map-by node \
+        --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
+        --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args \
+        "$LOOM_BUILD/tests/mpi/test_nonblocking_only" 4 262144 2>&1)
+    carried=$(echo "$nb" | grep -o "allreduce_rail0_sent_bytes=[0-9]*" | head -1 | cut -d= -f2)
+    if [ "$(echo "$nb" | grep -c "calls of 262144 ints, 0 wrong elements")" -eq 4 ] && [ "${carried:-0}" -ge 262144 ]; then
+        echo "PASS: nonblocking calls alone bring the rails up ($carried bytes of MPI_Iallreduce on rail0 of rank 0)"
+    else
+        echo "FAIL: nonblocking calls alone did not bring the rails up (rail0: ${carried:-no} bytes)"
+        echo "$nb" | tail -8
+        status=1
+    fi
+fi
 # The node-aware algorithms forced, every collective's results checked by
 # test_component, across the nodes (over the rails when built with UCX).
 for forced in "hier_split hierarchical hierarchical node_aggregation" "hier_leader hierarchical hierarchical node_aggregation"; do
