@@ -377,10 +377,14 @@ static double bus_factor(const struct options *o) {
 /* The least time the bytes need on a network of link_gbit per node (all
  * its rails): with N nodes, each node must move (N-1)/N of S through its
  * links, twice for allreduce (S as nccl-tests counts it: the vector, the
- * whole input, the whole output): 2(N-1)/N S / (R B) for allreduce. */
+ * whole input, the whole output): 2(N-1)/N S / (R B) for allreduce; for
+ * alltoall, the node-egress bound, ppn (N-1)/N S / (R B). */
 static double bound_us(const struct options *o, double total_bytes) {
     if (o->link_gbit <= 0 || o->nodes < 2) return 0;
-    const double factor = (o->coll == ALLREDUCE ? 2.0 : 1.0) * (o->nodes - 1) / o->nodes;
+    double factor = (o->coll == ALLREDUCE ? 2.0 : 1.0) * (o->nodes - 1) / o->nodes;
+    /* Alltoall's blocks cannot be combined on the way: every rank of a
+     * node sends its own (N-1)/N of S, so a node moves ppn times that. */
+    if (o->coll == ALLTOALL) factor *= (double)size / o->nodes;
     return factor * total_bytes * 8 / (o->link_gbit * 1e3);
 }
 

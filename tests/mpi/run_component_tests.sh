@@ -178,10 +178,11 @@ run_forced() {
         mca="$mca --mca coll_loom_${pair%%=*}_algorithm ${pair#*=}"
         names="$names${names:+/}${pair#*=}"
     done
-    # shared_slots and node_slots hand inputs above 32 KiB to Open MPI's module, whose
-    # op/avx saturates 8-bit sums in Open MPI 4.1 (open-mpi/ompi#8045):
-    # test_component's uint8 reduce_scatter would see 255 where the sum wraps.
-    case $row in *shared_slots* | *node_slots*) mca="$mca --mca op ^avx" ;; esac
+    # shared_slots and node_slots hand inputs above 32 KiB, and rail_ring calls on
+    # uneven nodes, to Open MPI's module, whose op/avx saturates 8-bit sums in
+    # Open MPI 4.1 (open-mpi/ompi#8045): test_component's uint8 reduce_scatter
+    # would see 255 where the sum wraps.
+    case $row in *shared_slots* | *node_slots* | *rail_ring*) mca="$mca --mca op ^avx" ;; esac
     run "$np" "$label$names" "$row" $mca "$@"
 }
 
