@@ -164,6 +164,9 @@ class UcxTransport final : public Transport {
     // Per rail, the moving estimate of bytes per second that striped
     // messages arrived at on this rank (0: none seen yet).
     std::vector<double> observed_rates() const { return rates_; }
+    // Weights the last periodic agreement proposed and did not apply yet
+    // (empty: none): the next must confirm them.
+    std::vector<double> &pending_weights() { return pending_weights_; }
 
   private:
     struct Op {
@@ -236,6 +239,7 @@ class UcxTransport final : public Transport {
     std::vector<double> given_weights_;  // the last ones set with every rail in
     std::vector<WeightSet> weight_sets_;  // by the first plan id that uses them (oldest first)
     std::vector<double> rates_;  // bytes per second per rail, moving estimate
+    std::vector<double> pending_weights_;
     bool yield_when_idle_ = false;
     size_t stripe_min_, min_bytes_;
     uint32_t first_plan_;
