@@ -234,6 +234,10 @@ Status Request::test(bool *done) {
             Status others = comm_->progress_all();
             (void)others;  // another request's error is reported by that request
         }
+        // For wait(): what has moved, read here under the lock (the progress thread moves it too).
+        news_seen_ = !finished_ && execution_ && comm_->sleeping_waits()
+                         ? execution_->completed_steps() + comm_->transport().data_movements()
+                         : kNoNews;
     }
     *done = finished_;
     // Now and then the other communicators' calls too, as MPI_Test would:
@@ -255,15 +259,22 @@ Status Request::wait() {
             if (comm_->wait_for_slots(polls)) ++waits_.yields;
             continue;
         }
-        if (comm_->sleeping_waits()) {
+        if (news_seen_ != kNoNews) {  // test() found sleeping waits on, and what had moved
             const uint64_t now = now_ns();
-            const uint64_t seen = execution_->completed_steps() + comm_->transport().data_movements();
-            if (seen != news) {
-                news = seen;
+            if (news_seen_ != news) {
+                news = news_seen_;
                 quiet_since = now;
-            } else if (now - quiet_since >= comm_->wait_spin_ns_ && comm_->transport().sleep_until_news(kSleepUs)) {
-                ++waits_.sleeps;
-                continue;
+            } else if (now - quiet_since >= comm_->wait_spin_ns_) {
+                bool armed = false;
+                {
+                    Communicator::Guard g(*comm_);  // the transports are the progress thread's too
+                    armed = comm_->transport().arm_for_sleep();
+                }
+                if (armed) {
+                    comm_->transport().sleep_armed(kSleepUs);
+                    ++waits_.sleeps;
+                    continue;
+                }
             }
         }
         if (comm_->transport().oversubscribed()) {

@@ -92,6 +92,9 @@ class Request {
     static constexpr uint32_t kTestsPerWalk = 64;
     // A sleeping wait's longest sleep: the transports that cannot wake it are polled this often.
     static constexpr int kSleepUs = 1000;
+    // What test() saw moved (steps completed + data moved) for wait()'s sleeping rule; kNoNews: do not sleep.
+    static constexpr uint64_t kNoNews = UINT64_MAX;
+    uint64_t news_seen_ = kNoNews;
     uint32_t unfinished_tests_ = 0;
     Communicator *comm_ = nullptr;  // null once the communicator is freed
     bool thread_driven_ = false;    // the progress thread advances it too

@@ -183,19 +183,21 @@ const char *Router::thread_blocker(const Program &program, uint32_t plan, size_t
 
 thread_local bool t_on_progress_thread = false;
 
-bool Router::sleep_until_news(int timeout_us) {
+bool Router::arm_for_sleep() {
     wake_fds_.clear();
     for (Entry &e : transports_) {
         const int armed = e.transport->arm_wakeup(&wake_fds_);
         if (armed == 0) return false;
     }
-    if (wake_fds_.empty()) return false;
+    return !wake_fds_.empty();
+}
+
+void Router::sleep_armed(int timeout_us) {
     pollfd fds[16];
     const size_t n = std::min(wake_fds_.size(), sizeof fds / sizeof fds[0]);
     for (size_t i = 0; i < n; ++i) fds[i] = pollfd{wake_fds_[i], POLLIN, 0};
     const timespec t{timeout_us / 1000000, static_cast<long>(timeout_us % 1000000) * 1000};
     ppoll(fds, n, &t, nullptr);
-    return true;
 }
 
 Doorbell Router::doorbell() {

@@ -64,10 +64,13 @@ class Router final : public Transport {
         else out->clear();
     }
     Doorbell doorbell() override;  // the first transport's that has one
-    // Sleeps until a transport that can wake a sleeper has news, at most
-    // `timeout_us`; false (at once) when some transport has news now or
-    // none can wake a sleeper.
-    bool sleep_until_news(int timeout_us);
+    // Sleeping waits, in two halves: arm_for_sleep (under the
+    // communicator's lock, as every transport call) prepares every
+    // transport that can wake a sleeper, false when one has news now or
+    // none can; sleep_armed (without the lock, so the progress thread may
+    // run) then sleeps until one has news, at most `timeout_us`.
+    bool arm_for_sleep();
+    void sleep_armed(int timeout_us);
     void ring_peers() override;
 
   private:
