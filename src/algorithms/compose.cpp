@@ -43,4 +43,10 @@ std::string needs_node_map(const CollArgs &a) {
     return {};
 }
 
+std::string needs_uniform_node_map(const CollArgs &a) {
+    std::string why = needs_node_map(a);
+    if (why.empty() && !a.nodes->uniform()) why = "needs the same number of ranks on every node";
+    return why;
+}
+
 }  // namespace loom

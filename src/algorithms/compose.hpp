@@ -40,5 +40,7 @@ struct NodeView {
 // of nodes, one included, any ranks per node). Communicators on one node
 // pass none, so there they are forced only through a topology parameter.
 std::string needs_node_map(const CollArgs &a);
+// The rail-aligned ones (rail_ring): a node map whose nodes all hold as many ranks.
+std::string needs_uniform_node_map(const CollArgs &a);
 
 }  // namespace loom

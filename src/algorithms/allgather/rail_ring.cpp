@@ -49,12 +49,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     }
 }
 
-std::string applicable(const CollArgs &a) {
-    std::string why = needs_node_map(a);
-    if (why.empty() && !a.nodes->uniform()) why = "needs the same number of ranks on every node";
-    return why;
-}
-
 }  // namespace
 
 extern const AlgorithmInfo kAllgatherRailRing = {
@@ -63,7 +57,7 @@ extern const AlgorithmInfo kAllgatherRailRing = {
     "own blocks within the node, a ring per local rank among the same local ranks of every node on its own rail, "
     "then within the node",
     "a node map with the same number of ranks on every node (any rank order)",
-    applicable,
+    needs_uniform_node_map,
     build,
     /*in_place_aliasing_safe=*/false};
 

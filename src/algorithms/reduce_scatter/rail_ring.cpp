@@ -70,12 +70,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     b.pop_group();
 }
 
-std::string applicable(const CollArgs &a) {
-    std::string why = needs_node_map(a);
-    if (why.empty() && !a.nodes->uniform()) why = "needs the same number of ranks on every node";
-    return why;
-}
-
 }  // namespace
 
 extern const AlgorithmInfo kReduceScatterRailRing = {
@@ -84,7 +78,7 @@ extern const AlgorithmInfo kReduceScatterRailRing = {
     "node sums of each local rank's ring of blocks within the node, then a ring reduce-scatter per local rank "
     "among the same local ranks of every node on its own rail",
     "a node map with the same number of ranks on every node (any rank order)",
-    applicable,
+    needs_uniform_node_map,
     build,
     /*in_place_aliasing_safe=*/false};
 
@@ -94,7 +88,7 @@ extern const AlgorithmInfo kReduceScatterBlockRailRing = {
     "node sums of each local rank's ring of blocks within the node, then a ring reduce-scatter per local rank "
     "among the same local ranks of every node on its own rail",
     "a node map with the same number of ranks on every node (any rank order)",
-    applicable,
+    needs_uniform_node_map,
     build,
     /*in_place_aliasing_safe=*/false};
 
