@@ -142,45 +142,47 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
         {Collective::allreduce, 4, "nodes=4", false, 4096, 4, "recursive_doubling", 5},  // one rank per node
         {Collective::allreduce, 16, "-", false, 4097, 4, "rabenseifner", 6},
         {Collective::allreduce, 16, "-", false, 1 << 17, 4, "rabenseifner", 6},  // 512 KiB
-        {Collective::allreduce, 8, "-", false, 1 << 20, 4, "ring", 7},
-        {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 8},  // 35 < 4 x 9 elements
-        {Collective::allreduce, 9, "-", false, 36, 65536, "ring", 9},
-        {Collective::allreduce, 16, "-", false, (1 << 17) + 1, 4, "ring", 9},
-        {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 10},  // 2 KiB input
-        {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 12},
-        {Collective::reduce_scatter, 4, "nodes=2", false, 65535, 4, "hierarchical", 12},
-        {Collective::reduce_scatter, 4, "nodes=2", false, 65536, 4, "rail_ring", 11},  // 1 MiB input
-        {Collective::reduce_scatter, 6, "0,0,1,1,1,2", false, 65536, 4, "hierarchical", 11},  // uneven nodes
-        {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 13},
-        {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 14},  // 64 KiB input
-        {Collective::reduce_scatter, 16, "-", true, 1025, 4, "ring", 15},
-        {Collective::reduce_scatter_block, 4, "nodes=2", false, 128, 4, "recursive_halving", 16},
-        {Collective::reduce_scatter_block, 6, "0,0,1,1,1,2", false, 100, 8, "hierarchical", 18},
-        {Collective::reduce_scatter_block, 4, "nodes=2", false, 65536, 4, "rail_ring", 17},
-        {Collective::reduce_scatter_block, 8, "", true, 1 << 20, 1, "pairwise", 19},
-        {Collective::reduce_scatter_block, 4, "-", false, 4096, 4, "recursive_halving", 20},
-        {Collective::reduce_scatter_block, 4, "-", false, 4097, 4, "ring", 21},
-        {Collective::allgather, 4, "nodes=2", false, 64, 4, "recursive_doubling", 23},  // 256 B blocks
-        {Collective::allgather, 4, "nodes=2", false, 65, 4, "hierarchical", 25},
-        {Collective::allgather, 4, "nodes=2", false, 65536, 4, "hierarchical", 25},  // 256 KiB blocks
-        {Collective::allgather, 4, "nodes=2", false, 65537, 4, "rail_ring", 24},
-        {Collective::allgather, 6, "nodes=3", false, 1, 1, "hierarchical", 25},  // not a power of two
-        {Collective::allgather, 6, "-", true, 1 << 20, 4, "direct", 26},
-        {Collective::allgather, 8, "-", false, 1 << 19, 4, "recursive_doubling", 27},  // 16 MiB result
-        {Collective::allgather, 4, "nodes=4", false, 100, 4, "recursive_doubling", 27},
-        {Collective::allgather, 16, "-", false, 1024, 4, "recursive_doubling", 28},  // 64 KiB result
-        {Collective::allgather, 12, "-", false, 5461, 1, "bruck", 29},
-        {Collective::allgather, 12, "-", false, 5462, 1, "ring", 30},  // 65544 B result
-        {Collective::allgather, 8, "-", false, (1 << 19) + 1, 4, "ring", 30},
-        {Collective::alltoall, 4, "nodes=2", false, 1 << 14, 4, "node_aggregation", 31},  // 64 KiB blocks
-        {Collective::alltoall, 9, "0,1,2,0,1,2,0,1,2", false, 1, 1, "node_aggregation", 31},
-        {Collective::alltoall, 4, "nodes=2", false, (1 << 14) + 1, 4, "pairwise", 32},
-        {Collective::alltoall, 5, "-", false, 64, 4, "bruck", 33},  // 256 B blocks
-        {Collective::alltoall, 4, "-", false, 64, 4, "scattered", 34},
-        {Collective::alltoall, 16, "-", false, 65, 4, "scattered", 34},
-        {Collective::alltoall, 4, "-", true, 1 << 18, 4, "scattered", 35},
-        {Collective::alltoall, 4, "-", false, 1 << 18, 4, "pairwise", 36},
-        {Collective::alltoall, 9, "-", true, (1 << 16) + 1, 4, "pairwise", 36},
+        {Collective::allreduce, 2, "-", false, 1 << 20, 4, "rabenseifner", 7},  // 4 MiB on 2 ranks
+        {Collective::allreduce, 3, "-", false, 1 << 20, 4, "ring", 8},
+        {Collective::allreduce, 8, "-", false, 1 << 20, 4, "ring", 8},
+        {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 9},  // 35 < 4 x 9 elements
+        {Collective::allreduce, 9, "-", false, 36, 65536, "ring", 10},
+        {Collective::allreduce, 16, "-", false, (1 << 17) + 1, 4, "ring", 10},
+        {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 11},  // 2 KiB input
+        {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 13},
+        {Collective::reduce_scatter, 4, "nodes=2", false, 65535, 4, "hierarchical", 13},
+        {Collective::reduce_scatter, 4, "nodes=2", false, 65536, 4, "rail_ring", 12},  // 1 MiB input
+        {Collective::reduce_scatter, 6, "0,0,1,1,1,2", false, 65536, 4, "hierarchical", 12},  // uneven nodes
+        {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 14},
+        {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 15},  // 64 KiB input
+        {Collective::reduce_scatter, 16, "-", true, 1025, 4, "ring", 16},
+        {Collective::reduce_scatter_block, 4, "nodes=2", false, 128, 4, "recursive_halving", 17},
+        {Collective::reduce_scatter_block, 6, "0,0,1,1,1,2", false, 100, 8, "hierarchical", 19},
+        {Collective::reduce_scatter_block, 4, "nodes=2", false, 65536, 4, "rail_ring", 18},
+        {Collective::reduce_scatter_block, 8, "", true, 1 << 20, 1, "pairwise", 20},
+        {Collective::reduce_scatter_block, 4, "-", false, 4096, 4, "recursive_halving", 21},
+        {Collective::reduce_scatter_block, 4, "-", false, 4097, 4, "ring", 22},
+        {Collective::allgather, 4, "nodes=2", false, 64, 4, "recursive_doubling", 24},  // 256 B blocks
+        {Collective::allgather, 4, "nodes=2", false, 65, 4, "hierarchical", 26},
+        {Collective::allgather, 4, "nodes=2", false, 65536, 4, "hierarchical", 26},  // 256 KiB blocks
+        {Collective::allgather, 4, "nodes=2", false, 65537, 4, "rail_ring", 25},
+        {Collective::allgather, 6, "nodes=3", false, 1, 1, "hierarchical", 26},  // not a power of two
+        {Collective::allgather, 6, "-", true, 1 << 20, 4, "direct", 27},
+        {Collective::allgather, 8, "-", false, 1 << 19, 4, "recursive_doubling", 28},  // 16 MiB result
+        {Collective::allgather, 4, "nodes=4", false, 100, 4, "recursive_doubling", 28},
+        {Collective::allgather, 16, "-", false, 1024, 4, "recursive_doubling", 29},  // 64 KiB result
+        {Collective::allgather, 12, "-", false, 5461, 1, "bruck", 30},
+        {Collective::allgather, 12, "-", false, 5462, 1, "ring", 31},  // 65544 B result
+        {Collective::allgather, 8, "-", false, (1 << 19) + 1, 4, "ring", 31},
+        {Collective::alltoall, 4, "nodes=2", false, 1 << 14, 4, "node_aggregation", 32},  // 64 KiB blocks
+        {Collective::alltoall, 9, "0,1,2,0,1,2,0,1,2", false, 1, 1, "node_aggregation", 32},
+        {Collective::alltoall, 4, "nodes=2", false, (1 << 14) + 1, 4, "pairwise", 33},
+        {Collective::alltoall, 5, "-", false, 64, 4, "bruck", 34},  // 256 B blocks
+        {Collective::alltoall, 4, "-", false, 64, 4, "scattered", 35},
+        {Collective::alltoall, 16, "-", false, 65, 4, "scattered", 35},
+        {Collective::alltoall, 4, "-", true, 1 << 18, 4, "scattered", 36},
+        {Collective::alltoall, 4, "-", false, 1 << 18, 4, "pairwise", 37},
+        {Collective::alltoall, 9, "-", true, (1 << 16) + 1, 4, "pairwise", 37},
     };
     for (const auto &x : cases) {
         CollArgs a = args(x.c, x.p, x.count, x.elem);
@@ -213,10 +215,10 @@ TEST(Selector, BuiltInRulesTakeTheNodeSlotsWhereEveryNodeHasThem) {
         {Collective::allreduce, 128, true, "node_slots", 0},  // 512 B of int32
         {Collective::allreduce, 129, true, "hier_leader", 1},
         {Collective::allreduce, 128, false, "hier_leader", 1},
-        {Collective::allgather, 64, true, "node_slots", 22},  // 256 B blocks
-        {Collective::allgather, 65, true, "hierarchical", 25},
-        {Collective::allgather, 64, false, "recursive_doubling", 23},
-        {Collective::reduce_scatter_block, 1, true, "recursive_halving", 16},
+        {Collective::allgather, 64, true, "node_slots", 23},  // 256 B blocks
+        {Collective::allgather, 65, true, "hierarchical", 26},
+        {Collective::allgather, 64, false, "recursive_doubling", 24},
+        {Collective::reduce_scatter_block, 1, true, "recursive_halving", 17},
     };
     for (const auto &x : cases) {
         CollArgs a = args(x.c, 4, x.count, 4);
@@ -238,12 +240,12 @@ TEST(Selector, DeviceMemoryTakesTheCudaIpcRulesOnOneNode) {
         size_t count;
         const char *algorithm;
         size_t rule;
-    } expect[] = {{Collective::allreduce, 16, "cuda_ipc_one_shot", 37},
-                  {Collective::allreduce, 16384, "cuda_ipc_one_shot", 37},
-                  {Collective::allreduce, 16385, "cuda_ipc_reduce_scatter_allgather", 38},
-                  {Collective::reduce_scatter_block, 1000, "cuda_ipc_direct", 40},
-                  {Collective::allgather, 1000, "cuda_ipc_direct", 41},
-                  {Collective::alltoall, 1000, "cuda_ipc_direct", 42}};
+    } expect[] = {{Collective::allreduce, 16, "cuda_ipc_one_shot", 38},
+                  {Collective::allreduce, 16384, "cuda_ipc_one_shot", 38},
+                  {Collective::allreduce, 16385, "cuda_ipc_reduce_scatter_allgather", 39},
+                  {Collective::reduce_scatter_block, 1000, "cuda_ipc_direct", 41},
+                  {Collective::allgather, 1000, "cuda_ipc_direct", 42},
+                  {Collective::alltoall, 1000, "cuda_ipc_direct", 43}};
     for (int p : {1, 4}) {
         for (const auto &x : expect) {
             CollArgs a = args(x.c, p, x.count);
@@ -270,7 +272,7 @@ TEST(Selector, DeviceMemoryTakesTheCudaIpcRulesOnOneNode) {
 // why, and as a user's rules file it makes the same choices.
 TEST(Selector, BuiltInRulesAreARulesFile) {
     const RuleSet &builtin = builtin_rules();
-    ASSERT_EQ(builtin.rules.size(), 43u);
+    ASSERT_EQ(builtin.rules.size(), 44u);
     EXPECT_EQ(builtin.path, "built-in rules");
     EXPECT_FALSE(builtin.model.has_value());
     for (const Rule &r : builtin.rules) {
