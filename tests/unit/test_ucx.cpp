@@ -160,6 +160,34 @@ TEST(UcxTransport, SmallMessagesRideTheirLanesRail) {
     EXPECT_EQ(counter(*p.t[0], "rail0_sent_bytes"), 0u);
 }
 
+// The set-up probe weighs each rail with a message of its own: with
+// striping off, a message of any size rides its lane's rail alone (striped,
+// every rail carried half of every probe and the rails read alike).
+TEST(UcxTransport, WithStripingOffEveryMessageRidesItsLanesRail) {
+    Pair p = make_pair({1, 1}, 64 << 10);
+    const size_t bytes = 1 << 20;
+    std::vector<std::pair<int, size_t>> pieces;
+    p.t[0]->cut(bytes, 1, &pieces);
+    EXPECT_EQ(pieces.size(), 2u);
+    for (auto &t : p.t) t->set_striping(false);
+    p.t[0]->cut(bytes, 1, &pieces);
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0], std::make_pair(1, bytes));
+    std::vector<unsigned char> out(bytes, 0x3c), in(bytes, 0);
+    Route lane1;
+    lane1.lane = 1;
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), bytes, 0, 4, lane1, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out.data(), bytes, 1, 4, lane1, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(counter(*p.t[0], "rail1_sent_bytes"), bytes);
+    EXPECT_EQ(counter(*p.t[0], "rail0_sent_bytes"), 0u);
+    for (auto &t : p.t) t->set_striping(true);
+    p.t[0]->cut(bytes, 1, &pieces);
+    EXPECT_EQ(pieces.size(), 2u);
+}
+
 TEST(UcxTransport, CountsBytesPerCollectiveAndRail) {
     Pair p = make_pair({1, 1}, 1000);
     CollArgs alltoall;

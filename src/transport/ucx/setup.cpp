@@ -147,7 +147,7 @@ Status exchange_on_every_rail(UcxTransport &t, const NodeMap &map, int me, uint3
     };
     std::vector<Posted> ops;
     const uint64_t start = now_ns();
-    // Lane r with a message below the stripe threshold: on rail r alone.
+    // Lane r: on rail r alone (below the stripe threshold, or with striping off).
     for (size_t r = 0; r < rails; ++r) {
         Route route;
         route.lane = static_cast<int>(r);
@@ -484,7 +484,12 @@ Status connect(Communicator &c, const std::vector<std::string> &names, std::shar
         const size_t bytes = static_cast<size_t>(cfg.integer(kParamRailProbeBytes));
         int64_t barrier = 0;
         LOOM_RETURN_IF_ERROR(c.allreduce_int64(&barrier, 1, LOOM_MAX));
-        LOOM_RETURN_IF_ERROR(exchange_on_every_rail(*t, map, me, kProbeTag, bytes, timeout, &ns));
+        // Each rail's message on that rail alone: striped, every rail would
+        // carry a share of every message and read alike.
+        t->set_striping(false);
+        const Status probed = exchange_on_every_rail(*t, map, me, kProbeTag, bytes, timeout, &ns);
+        t->set_striping(true);
+        LOOM_RETURN_IF_ERROR(probed);
         std::vector<int64_t> summed(ns.begin(), ns.end());
         LOOM_RETURN_IF_ERROR(c.allreduce_int64(summed.data(), rails, LOOM_SUM));
         if (cfg.integer(kParamVerbose) >= 2)

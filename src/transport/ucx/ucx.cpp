@@ -116,7 +116,7 @@ void UcxTransport::cut(size_t bytes, int lane, std::vector<std::pair<int, size_t
     const WeightSet &set = weights_for(plan);
     const int live = static_cast<int>(set.live.size());
     if (live == 0) return;
-    if (live == 1 || bytes < stripe_min_) {
+    if (live == 1 || bytes < stripe_min_ || !striping_) {
         out->emplace_back(set.live[static_cast<size_t>((lane < 0 ? 0 : lane) % live)], bytes);
         return;
     }

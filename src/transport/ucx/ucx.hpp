@@ -146,6 +146,10 @@ class UcxTransport final : public Transport {
     const std::shared_ptr<RailWorker> &worker(int r) const { return worker_[static_cast<size_t>(r)]; }
     const std::vector<RailEvent> &rail_events() const { return events_; }
     void rail_came_back(int r, const std::string &why);
+    // Set-up: while on, no message is striped, so that each rides its
+    // lane's rail whatever its size (the probe weighs one rail at a time).
+    // Every rank must turn it on and off around the same messages.
+    void set_striping(bool on) { striping_ = on; }
     // The weights the newest plans cut with (normalised to sum 1).
     const std::vector<double> &weights() const { return weights_; }
     void set_first_plan(uint32_t id) { first_plan_ = id; }
@@ -242,6 +246,7 @@ class UcxTransport final : public Transport {
     std::vector<double> pending_weights_;
     bool yield_when_idle_ = false;
     size_t stripe_min_, min_bytes_;
+    bool striping_ = true;
     uint32_t first_plan_;
     std::deque<Op> ops_;  // stable addresses: the answers below are received into them
     std::vector<uint32_t> free_ops_;
