@@ -287,7 +287,10 @@ Status Request::wait() {
 void Communicator::decide_sleeping_waits() {
     sleep_generation_ = config_.generation();
     const long long mode = config_.integer(kParamWait);
-    sleeping_waits_ = mode == kWaitSleep || (mode == kWaitAuto && !core_per_local_rank());
+    // Counted, not hinted: sleeping on the rails costs bandwidth where a
+    // rank could spin (docs/performance.md), and launchers set the hint
+    // whether or not the cores are shared.
+    sleeping_waits_ = mode == kWaitSleep || (mode == kWaitAuto && !core_per_local_rank(/*trust_yield_hint=*/false));
     wait_spin_ns_ = static_cast<uint64_t>(config_.integer(kParamWaitSpinUs)) * 1000;
 }
 
@@ -341,9 +344,9 @@ bool Communicator::progress_from_thread(bool *pending, bool *moved) {
     return true;
 }
 
-bool Communicator::core_per_local_rank() const {
+bool Communicator::core_per_local_rank(bool trust_yield_hint) const {
     const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");  // as `mpirun --mca` passes it
-    if (yield && std::strcmp(yield, "1") == 0) return false;
+    if (trust_yield_hint && yield && std::strcmp(yield, "1") == 0) return false;
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0) return false;

@@ -384,8 +384,9 @@ class Communicator {
     // Attaches the thread if the progress_thread parameter asks for it, before a nonblocking or persistent call.
     void use_progress_thread();
     bool spare_core_for_thread() const;
-    // Whether this rank may spin: it has a core of its own.
-    bool core_per_local_rank() const;
+    // Whether this rank may spin: it has a core of its own. With
+    // `trust_yield_hint`, Open MPI's mpi_yield_when_idle says no by itself.
+    bool core_per_local_rank(bool trust_yield_hint = true) const;
     class Guard;
     friend class Guard;
     bool started_any_ = false;

@@ -152,8 +152,8 @@ const std::vector<ParamSpec> &param_table() {
          "How a rank waits for a collective's messages: spin, polling without pause; sleep, after wait_spin_us "
          "without news, in the kernel until a transport that can wake it (the rails' UCX workers) has news, at most "
          "a millisecond at a time (the others are polled between sleeps); auto, sleep where this rank shares its "
-         "cores with other ranks (Open MPI's mpi_yield_when_idle, or more ranks on the node than cores) and spin "
-         "otherwise",
+         "cores with other ranks (bound to fewer cores than one each, or more ranks on the node than cores) and "
+         "spin otherwise",
          0, 0, Collective::allreduce, "auto,spin,sleep"},
         {kParamWaitSpinUs, "wait_spin_us", ParamType::integer, "50", 5,
          "How long a wait that may sleep polls without news before it sleeps, in microseconds",
