@@ -227,6 +227,9 @@ Status Request::test(bool *done) {
         return result();
     }
     Communicator::Guard g(*comm_);
+    // What the progress thread left to the caller's thread (the rails'
+    // failover answers, which go through the PML).
+    LOOM_RETURN_IF_ERROR(comm_->transport().caller_turn());
     if (!finished_) {
         if (comm_->active_.size() == 1 && comm_->active_[0] == this && !comm_->progressing_) {
             advance();  // the only request: skip the walk over the others
@@ -342,6 +345,12 @@ bool Communicator::progress_from_thread(bool *pending, bool *moved) {
     }
     if (router_->data_movements() != movements) *moved = true;
     return true;
+}
+
+bool Communicator::arm_for_thread_sleep(std::vector<int> *fds) {
+    if (!rails_attached_.load(std::memory_order_acquire)) return false;
+    std::unique_lock<std::recursive_mutex> lock(mutex_, std::try_to_lock);
+    return lock.owns_lock() && router_->arm_for_sleep(fds);
 }
 
 bool Communicator::core_per_local_rank(bool trust_yield_hint) const {

@@ -232,6 +232,10 @@ class Communicator {
     // None once the rails are attached: their messages ring no doorbell, so
     // the thread polls rather than sleep on one.
     Doorbell doorbell() const { return rails_attached_.load(std::memory_order_acquire) ? Doorbell{} : doorbell_; }
+    // With the rails attached: arms them for the thread's sleep (their
+    // event descriptors into *fds); false when one has news now, none
+    // can wake a sleeper, or a caller is inside the communicator.
+    bool arm_for_thread_sleep(std::vector<int> *fds);
     // "off", or "on: N calls driven by the thread, M by the caller (why)".
     std::string progress_state() const;
     // Keeps the progress thread out while the caller reads the

@@ -112,6 +112,7 @@ void ProgressThread::loop() {
     // Room made now: the copy below must not allocate inside a caller's
     // call (tests/mpi/test_persistent counts allocations in MPI_Start).
     comms.reserve(16);
+    wake_fds_.reserve(16);
     unsigned idle_passes = 0;
     for (;;) {
         uint32_t generation = 0;
@@ -149,6 +150,13 @@ void ProgressThread::loop() {
         // sleep on it. Otherwise look again shortly.
         Doorbell bell = busy_count == 1 && !locked_out ? busy->doorbell() : Doorbell{};
         if (!bell) {
+            // The rails' messages wake the thread through their event
+            // descriptors; the others' (the node's shared memory, rung on a
+            // futex that cannot be polled) are looked at after the same time.
+            if (busy_count == 1 && busy->arm_for_thread_sleep(&wake_fds_)) {
+                Router::sleep_on(wake_fds_, static_cast<int>(kPollSleepNs / 1000));
+                continue;
+            }
             sleep_on_own_word(generation, kPollSleepNs);
             continue;
         }

@@ -55,6 +55,7 @@ class ProgressThread {
     uint64_t passes_ = 0;                  // begun, under mutex_
     std::atomic<uint32_t> generation_{0};  // the thread's own word: bumped by wake()
     Doorbell sleeping_on_;                 // a communicator's doorbell the thread sleeps on, under mutex_
+    std::vector<int> wake_fds_;            // the thread's: the rails' event descriptors it sleeps on
     std::atomic<uint32_t> asleep_{0};      // where the thread sleeps, if it does: wake() rings only then
 };
 

@@ -112,7 +112,9 @@ Status Router::test_many(TransportHandle *const *hs, size_t n, unsigned char *do
     bool engine_driven = false;
     for (Entry &e : transports_) {
         if (!e.engine) continue;
-        if (t_on_progress_thread) continue;  // never enters a progress engine (it drives no plan that needs one)
+        // The thread never enters a progress engine: it tests only what is
+        // safe for it (the rails with failover leave the PML to the caller).
+        if (t_on_progress_thread && (e.handles.empty() || !e.transport->progress_thread_safe())) continue;
         if (!e.handles.empty()) {
             LOOM_RETURN_IF_ERROR(test_entry(e, done, nullptr, &engine_finished));
             engine_driven = true;
@@ -183,19 +185,19 @@ const char *Router::thread_blocker(const Program &program, uint32_t plan, size_t
 
 thread_local bool t_on_progress_thread = false;
 
-bool Router::arm_for_sleep() {
-    wake_fds_.clear();
+bool Router::arm_for_sleep(std::vector<int> *wake_fds) {
+    wake_fds->clear();
     for (Entry &e : transports_) {
-        const int armed = e.transport->arm_wakeup(&wake_fds_);
+        const int armed = e.transport->arm_wakeup(wake_fds);
         if (armed == 0) return false;
     }
-    return !wake_fds_.empty();
+    return !wake_fds->empty();
 }
 
-void Router::sleep_armed(int timeout_us) {
+void Router::sleep_on(const std::vector<int> &wake_fds, int timeout_us) {
     pollfd fds[16];
-    const size_t n = std::min(wake_fds_.size(), sizeof fds / sizeof fds[0]);
-    for (size_t i = 0; i < n; ++i) fds[i] = pollfd{wake_fds_[i], POLLIN, 0};
+    const size_t n = std::min(wake_fds.size(), sizeof fds / sizeof fds[0]);
+    for (size_t i = 0; i < n; ++i) fds[i] = pollfd{wake_fds[i], POLLIN, 0};
     const timespec t{timeout_us / 1000000, static_cast<long>(timeout_us % 1000000) * 1000};
     ppoll(fds, n, &t, nullptr);
 }

@@ -47,6 +47,10 @@ class Router final : public Transport {
         return !followers_.empty() && followers_start(plan, blocking);
     }
     void call_ends(uint32_t plan, uint64_t elapsed_ns) override;
+    Status caller_turn() override {
+        for (Transport *t : followers_) LOOM_RETURN_IF_ERROR(t->caller_turn());
+        return LOOM_SUCCESS;
+    }
     uint64_t data_movements() const override;
 
     // Whether the progress thread may drive every message of `program` (the
@@ -69,8 +73,11 @@ class Router final : public Transport {
     // transport that can wake a sleeper, false when one has news now or
     // none can; sleep_armed (without the lock, so the progress thread may
     // run) then sleeps until one has news, at most `timeout_us`.
-    bool arm_for_sleep();
-    void sleep_armed(int timeout_us);
+    bool arm_for_sleep() { return arm_for_sleep(&wake_fds_); }
+    void sleep_armed(int timeout_us) { sleep_on(wake_fds_, timeout_us); }
+    // The same with descriptors of the caller's own (the progress thread's).
+    bool arm_for_sleep(std::vector<int> *fds);
+    static void sleep_on(const std::vector<int> &fds, int timeout_us);
     void ring_peers() override;
 
   private:

@@ -130,6 +130,9 @@ class Transport {
     // true for Loom's own memory transports; false for those that enter MPI
     // or the PML, which take no locks below MPI_THREAD_MULTIPLE.
     virtual bool progress_thread_safe() const { return false; }
+    // The caller's thread is here (a test or a start): a transport posts
+    // what the progress thread left for it (messages through MPI or the PML).
+    virtual Status caller_turn() { return LOOM_SUCCESS; }
     // Where a progress thread may sleep until this transport has news for
     // it; empty when it has no such word.
     virtual Doorbell doorbell() { return {}; }

@@ -90,18 +90,27 @@ else
 fi
 rm -rf "$trace_dir"
 # A program that makes only nonblocking calls gets the rails at its first
-# one (before, they came up at the first blocking collective).
+# one (before, they came up at the first blocking collective), and the
+# progress thread drives them with failover on (the default): every call of
+# the four collectives is the thread's while the ranks compute without
+# calling MPI, and every collective's bytes cross both rails.
 if [ -n "$rails_args" ]; then
     nb=$(timeout 120 sh "$testbed" run -np 4 --map-by node \
         --mca mca_base_component_path "$LOOM_BUILD/coll/component-path:$ompi_dir" \
-        --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args \
-        "$LOOM_BUILD/tests/mpi/test_nonblocking_only" 4 262144 2>&1)
+        --mca coll_loom_priority 100 --mca coll_loom_stats 1 $rails_args --mca coll_loom_progress_thread on \
+        "$LOOM_BUILD/tests/mpi/test_nonblocking_only" 4 262144 all 20 2>&1)
     carried=$(echo "$nb" | grep -o "allreduce_rail0_sent_bytes=[0-9]*" | head -1 | cut -d= -f2)
-    if [ "$(echo "$nb" | grep -c "calls of 262144 ints, 0 wrong elements")" -eq 4 ] && [ "${carried:-0}" -ge 262144 ]; then
-        echo "PASS: nonblocking calls alone bring the rails up ($carried bytes of MPI_Iallreduce on rail0 of rank 0)"
+    both=1
+    for c in allreduce reduce_scatter_block allgather alltoall; do
+        echo "$nb" | grep -q "${c}_rail0_sent_bytes=[1-9].*${c}_rail1_sent_bytes=[1-9]" || both=0
+    done
+    if [ "$(echo "$nb" | grep -c "calls of 262144 ints, 0 wrong elements")" -eq 4 ] && [ "${carried:-0}" -ge 262144 ] &&
+        [ $both -eq 1 ] && echo "$nb" | grep -q "failover through the pml" &&
+        echo "$nb" | grep -q "progress thread: on: 16 calls driven by the thread, 0 by the caller"; then
+        echo "PASS: nonblocking calls alone bring the rails up, and the progress thread drives them with failover on (16 calls, all four collectives on both rails)"
     else
-        echo "FAIL: nonblocking calls alone did not bring the rails up (rail0: ${carried:-no} bytes)"
-        echo "$nb" | tail -8
+        echo "FAIL: nonblocking calls alone: the rails or the progress thread on them (rail0: ${carried:-no} bytes)"
+        echo "$nb" | grep -v "^  [a-z_]* *[0-9]" | tail -12
         status=1
     fi
 fi

@@ -447,6 +447,122 @@ TEST(UcxFailover, ALateSenderIsAnsweredAndSendsBelow) {
     EXPECT_EQ(counter(*p.t[0], "rail0_pieces_sent_below") + counter(*p.t[0], "rail1_pieces_sent_below"), 2u);
 }
 
+// What failover sends below, watched: counts the calls made from a thread
+// that says it is the progress thread (which may not enter the PML).
+class WatchedBelow final : public Transport {
+  public:
+    explicit WatchedBelow(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+    int rank() const override { return inner_->rank(); }
+    int size() const override { return inner_->size(); }
+    const char *name() const override { return "watched"; }
+    uint32_t max_tag() const override { return inner_->max_tag(); }
+    Status post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override {
+        watch();
+        return inner_->post_send(buf, bytes, peer, tag, route, h);
+    }
+    Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
+                     TransportHandle *h) override {
+        watch();
+        return inner_->post_recv(buf, bytes, peer, tag, route, h);
+    }
+    Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override {
+        watch();
+        return inner_->test_many(hs, n, done, moved);
+    }
+    Status idle() override {
+        watch();
+        return inner_->idle();
+    }
+    std::atomic<int> from_thread{0};
+    std::atomic<int> from_caller{0};
+
+  private:
+    void watch() { (t_on_progress_thread ? from_thread : from_caller).fetch_add(1); }
+    std::unique_ptr<Transport> inner_;
+};
+
+// The progress thread drives the rails with failover on: it completes a
+// striped message on both ranks (the receiver's answer owed, the send
+// detached with a copy) without a single call below; the caller's next
+// turn posts what is owed and the sender hears its answer. A piece whose
+// rail failed is left to the caller, who receives it below.
+TEST(UcxFailover, TheProgressThreadLeavesWhatGoesBelowToTheCaller) {
+    Pair p = make_pair({1, 1}, 64 << 10, 0, 0, /*stall_ms=*/0);
+    InProcessFabric fabric(2);
+    WatchedBelow *watched[2];
+    std::unique_ptr<Transport> below[2];
+    for (int r = 0; r < 2; ++r) {
+        auto w = std::make_unique<WatchedBelow>(fabric.endpoint(r));
+        watched[r] = w.get();
+        below[r] = std::move(w);
+        ASSERT_EQ(p.t[r]->fail_over_through(below[r].get(), 60000ull * 1000000u), LOOM_SUCCESS);
+        EXPECT_TRUE(p.t[r]->progress_thread_safe());
+    }
+    const size_t bytes = (1 << 20) + 5;
+    std::vector<unsigned char> out(bytes), in(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(i * 7 + 3);
+    TransportHandle s, r;
+    Status thread_status = LOOM_SUCCESS;
+    // Both ranks' steps are the thread's, as in a thread-driven plan.
+    std::thread thread([&] {
+        t_on_progress_thread = true;
+        thread_status = p.t[1]->post_recv(in.data(), bytes, 0, 8, Route{}, &r);
+        if (thread_status == LOOM_SUCCESS) thread_status = p.t[0]->post_send(out.data(), bytes, 1, 8, Route{}, &s);
+        bool sent = false, received = false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (thread_status == LOOM_SUCCESS && !(sent && received) && std::chrono::steady_clock::now() < deadline) {
+            unsigned char done = 0;
+            TransportHandle *h = &s;
+            if (!sent && (thread_status = p.t[0]->test_many(&h, 1, &done, nullptr)) == LOOM_SUCCESS) sent = done;
+            h = &r;
+            done = 0;
+            if (!received && (thread_status = p.t[1]->test_many(&h, 1, &done, nullptr)) == LOOM_SUCCESS)
+                received = done;
+        }
+        if (thread_status == LOOM_SUCCESS && !(sent && received)) thread_status = LOOM_ERR_TRANSPORT;
+    });
+    thread.join();
+    ASSERT_EQ(thread_status, LOOM_SUCCESS) << "the thread did not finish the message: " << last_error_message();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(watched[0]->from_thread + watched[1]->from_thread, 0) << "the progress thread went below";
+    EXPECT_EQ(watched[0]->from_caller + watched[1]->from_caller, 0);
+    // The caller's turns: the receiver's answer goes out, the sender's receive for it is posted and met.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline && (watched[0]->from_caller == 0 || fabric.undelivered() > 0)) {
+        for (auto &t : p.t) {
+            unsigned char none;
+            ASSERT_EQ(t->test_many(nullptr, 0, &none, nullptr), LOOM_SUCCESS) << last_error_message();
+        }
+    }
+    EXPECT_GT(watched[0]->from_caller, 0);
+    EXPECT_GT(watched[1]->from_caller, 0);
+    EXPECT_EQ(fabric.undelivered(), 0u);
+
+    // Rail 1 failed at the receiver: the thread completes the send (detached)
+    // but not the receive, whose missing piece comes below in the caller's test.
+    std::fill(in.begin(), in.end(), 0);
+    p.t[1]->rail_failed(1, "test");
+    std::thread second([&] {
+        t_on_progress_thread = true;
+        thread_status = p.t[1]->post_recv(in.data(), bytes, 0, 9, Route{}, &r);
+        if (thread_status == LOOM_SUCCESS) thread_status = p.t[0]->post_send(out.data(), bytes, 1, 9, Route{}, &s);
+        for (int i = 0; i < 2000 && thread_status == LOOM_SUCCESS; ++i) {
+            unsigned char done = 0;
+            TransportHandle *h = &r;
+            thread_status = p.t[1]->test_many(&h, 1, &done, nullptr);
+            if (done) thread_status = LOOM_ERR_INTERNAL;  // it cannot have arrived whole
+        }
+    });
+    second.join();
+    ASSERT_EQ(thread_status, LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(watched[0]->from_thread + watched[1]->from_thread, 0) << "the progress thread went below";
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(counter(*p.t[1], "rail1_pieces_received_below"), 1u);
+    EXPECT_EQ(counter(*p.t[0], "rail1_pieces_sent_below"), 1u);
+}
+
 TEST(UcxFailover, RailsLeftOutTakeNothingFromLaterPlans) {
     Pair p = make_pair({1, 1}, 1000);
     p.t[0]->add_weights(10, {1, 0});

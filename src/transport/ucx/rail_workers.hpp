@@ -10,6 +10,7 @@
 #pragma once
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,7 +35,9 @@ struct RailWorker {
     std::map<std::string, ucp_ep_h> endpoints;  // by the remote worker's address
     int efd = -1;  // readable when the worker has news, once armed (ucp_worker_arm); -1: none
     // Set once the rail failed on this worker: nobody progresses it again.
-    bool down = false;
+    // Atomic: the progress thread may fail a worker that another
+    // communicator's caller reads.
+    std::atomic<bool> down{false};
 };
 
 struct Rail {

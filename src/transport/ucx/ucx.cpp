@@ -193,7 +193,7 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     op.buf = static_cast<char *>(buf);
     op.pieces = 0;
     op.arrived = op.moved = op.moved_done = 0;
-    op.answered = op.answer_arrived = false;
+    op.answered = op.answer_arrived = op.answer_posted = false;
     cut(bytes, route.lane, &pieces_, route.plan);
     if (pieces_.empty()) pieces_.emplace_back(0, bytes);  // a plan made before every rail was left out
     op.striped = !send && pieces_.size() > 1;
@@ -259,15 +259,46 @@ Status UcxTransport::post(bool send, void *buf, size_t bytes, int peer, uint32_t
     if (below_ && send) {
         // The receiver's answer: which pieces to send again below.
         op.answer_word = 0;
-        const Status st = below_->post_recv(&op.answer_word, sizeof op.answer_word, peer,
-                                            below_tag(0, op.number, tag), Route{}, &op.answer);
-        if (st != LOOM_SUCCESS) {
-            cancel(op);
-            free_op(index);
-            return st;
+        if (t_on_progress_thread) {
+            answer_receives_owed_.push_back(index);
+        } else {
+            const Status st = post_answer_receive(op);
+            if (st != LOOM_SUCCESS) {
+                cancel(op);
+                free_op(index);
+                return st;
+            }
         }
     }
     return LOOM_SUCCESS;
+}
+
+Status UcxTransport::post_answer_receive(Op &op) {
+    LOOM_RETURN_IF_ERROR(below_->post_recv(&op.answer_word, sizeof op.answer_word, op.peer,
+                                           below_tag(0, op.number, op.tag), Route{}, &op.answer));
+    op.answer_posted = true;
+    return LOOM_SUCCESS;
+}
+
+Status UcxTransport::caller_turn() {
+    if (t_on_progress_thread || (answer_receives_owed_.empty() && answers_owed_.empty())) return LOOM_SUCCESS;
+    Status st = LOOM_SUCCESS;
+    size_t done = 0;
+    for (; done < answer_receives_owed_.size() && st == LOOM_SUCCESS; ++done) {
+        Op &op = ops_[answer_receives_owed_[done]];
+        // Finished meanwhile (a failed call) or reused by the caller's own post.
+        if (op.pieces == 0 || !op.send || op.answer_posted) continue;
+        st = post_answer_receive(op);
+    }
+    answer_receives_owed_.erase(answer_receives_owed_.begin(), answer_receives_owed_.begin() + done);
+    LOOM_RETURN_IF_ERROR(st);
+    for (done = 0; done < answers_owed_.size() && st == LOOM_SUCCESS; ++done) {
+        OwedAnswer &o = answers_owed_[done];
+        st = below_->post_send(&o.answer->word, sizeof o.answer->word, o.peer, o.tag, Route{}, &o.answer->h);
+        answers_.push_back(std::move(o.answer));
+    }
+    answers_owed_.erase(answers_owed_.begin(), answers_owed_.begin() + done);
+    return st;
 }
 
 Status UcxTransport::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
@@ -362,6 +393,8 @@ Status UcxTransport::advance_receiver(Op &op) {
             if (!op.worker[k]->down) return LOOM_SUCCESS;
             missing |= static_cast<uint8_t>(1u << k);
         }
+        // Receiving pieces below is the caller's: the message waits for its next test.
+        if (missing && t_on_progress_thread) return LOOM_SUCCESS;
         for (int k = 0; k < op.pieces; ++k)
             if (missing >> k & 1) {
                 // Never written again: its worker is not progressed any more.
@@ -385,9 +418,14 @@ Status UcxTransport::advance_receiver(Op &op) {
         }
         answer->word = (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 |
                        static_cast<uint32_t>(missing) << 20;
-        LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, op.peer,
-                                               below_tag(0, op.number, op.tag), Route{}, &answer->h));
-        answers_.push_back(std::move(answer));
+        if (t_on_progress_thread) {
+            // Everything arrived: the message is complete; the answer is owed.
+            answers_owed_.push_back(OwedAnswer{std::move(answer), op.peer, below_tag(0, op.number, op.tag)});
+        } else {
+            LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, op.peer,
+                                                   below_tag(0, op.number, op.tag), Route{}, &answer->h));
+            answers_.push_back(std::move(answer));
+        }
         op.moved = missing;
         op.answered = true;
     }
@@ -436,7 +474,7 @@ Status UcxTransport::settle(Op &op, bool *finished) {
 }
 
 void UcxTransport::gather_below(Op &op, uint32_t index) {
-    if (op.send && !op.answered && !op.answer_arrived) {
+    if (op.send && op.answer_posted && !op.answered && !op.answer_arrived) {
         below_handles_.push_back(&op.answer);
         below_owners_.emplace_back(index, -1);
     }
@@ -525,6 +563,7 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will
     // be posted for it (which then drives the workers).
+    if (!answer_receives_owed_.empty() || !answers_owed_.empty()) LOOM_RETURN_IF_ERROR(caller_turn());
     if (n == 0 && free_ops_.size() == ops_.size() && answers_.empty()) {  // detached ops are not free
         if (moved) *moved = false;
         return LOOM_SUCCESS;
@@ -551,7 +590,7 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // What waits below (answers, pieces moved) is polled when the rails were
     // idle, and every kBelowPollEvery polls: testing the PML drives Open
     // MPI's progress engine, which gives the core away when it finds nothing.
-    if (below_ && (events == 0 || ++polls_since_below_ >= kBelowPollEvery)) {
+    if (below_ && !t_on_progress_thread && (events == 0 || ++polls_since_below_ >= kBelowPollEvery)) {
         polls_since_below_ = 0;
         LOOM_RETURN_IF_ERROR(poll_everything_below(hs, n));
     }

@@ -88,7 +88,7 @@ class UcxTransport final : public Transport {
     // thread may not drive the PML.
     int carries(int peer, size_t bytes, const Route &route) const override {
         return peers_.remote[static_cast<size_t>(peer)] &&
-                       (bytes >= min_bytes_ || (below_ == nullptr && threaded_plans_.count(route.plan))) &&
+                       (bytes >= min_bytes_ || threaded_plans_.count(route.plan)) &&
                        route.plan >= first_plan_ && !weights_for(route.plan).live.empty()
                    ? 0
                    : -1;
@@ -106,10 +106,13 @@ class UcxTransport final : public Transport {
         threaded_plans_.erase(id);
     }
     // The progress thread may drive the rails (their workers under
-    // rails_mutex) unless failover is on: its answers go through the PML.
-    bool progress_thread_safe() const override { return below_ == nullptr; }
+    // rails_mutex). With failover on, what goes below (answers, the
+    // receives for them, pieces moved) is the caller's: the thread leaves
+    // it owed, and caller_turn() posts it.
+    bool progress_thread_safe() const override { return true; }
+    Status caller_turn() override;
     bool drives_progress_engine() const override { return below_ && below_->drives_progress_engine(); }
-    Status idle() override { return below_ ? below_->idle() : LOOM_SUCCESS; }
+    Status idle() override { return below_ && !t_on_progress_thread ? below_->idle() : LOOM_SUCCESS; }
     uint64_t data_movements() const override { return movements_; }
     void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const override;
     int arm_wakeup(std::vector<int> *fds) override;
@@ -193,7 +196,8 @@ class UcxTransport final : public Transport {
         uint8_t moved_done = 0;   // of those, finished
         bool send = false;
         bool striped = false;
-        bool answered = false;    // receiver: answer posted; sender: answer read
+        bool answered = false;    // receiver: answer posted (or owed); sender: answer read
+        bool answer_posted = false;   // sender: the receive for the answer is posted below
         bool answer_arrived = false;  // sender: the answer is in answer_word
         std::vector<char> retained;   // a detached send's copy of its message
     };
@@ -260,6 +264,16 @@ class UcxTransport final : public Transport {
     std::vector<std::vector<uint64_t>> last_arrival_ns_;  // per peer and rail
     std::vector<std::unique_ptr<Answer>> answers_;       // answers still being sent
     std::vector<std::unique_ptr<Answer>> spare_answers_;  // sent, kept for reuse
+    // What the progress thread left for the caller to post below: answers
+    // (with their peer and tag) and the senders' receives for theirs.
+    struct OwedAnswer {
+        std::unique_ptr<Answer> answer;
+        int peer;
+        uint32_t tag;
+    };
+    std::vector<OwedAnswer> answers_owed_;
+    std::vector<uint32_t> answer_receives_owed_;  // op indices
+    Status post_answer_receive(Op &op);
     std::vector<uint32_t> detached_;  // sends reported done, kept (with a copy) until answered
     std::vector<TransportHandle *> below_handles_;     // scratch for one test below
     std::vector<std::pair<uint32_t, int>> below_owners_;  // op (kNoOp: an answer) and piece (-1: the answer)
