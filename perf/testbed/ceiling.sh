@@ -7,8 +7,11 @@
 # the ceiling to print beside a collective's figures, measured in the
 # same session.
 #
-#   ceiling.sh [iperf3|ucx] [SECONDS]   (default: iperf3, 8 s)
+#   ceiling.sh [iperf3|ucx] [SECONDS] [BUSY]   (default: iperf3, 8 s, 0)
 #
+# BUSY: that many processes spin on the CPU during the run (one per rank
+# computing, as an overlap benchmark's compute phase): what the streams
+# carry when the cores are taken, the ceiling for overlap.
 # iperf3: one TCP stream per rail and node (-B the rail's address).
 # ucx: ucx_perftest -t tag_bw over UCX's tcp transport on that rail, as
 # Loom's rails use it (4 MiB messages).
@@ -17,6 +20,8 @@
 set -eu
 tool=${1:-iperf3}
 secs=${2:-8}
+busy=${3:-0}
+case "$busy" in *[!0-9]*|'') echo "ceiling: BUSY is a count of processes, not '$busy'" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 name=${LOOM_TESTBED_NAME:-loom}
 state=/run/$name-testbed
@@ -31,7 +36,8 @@ case "$tool" in
 esac
 tb() { sh "$here/testbed.sh" "$@"; }
 out=$(mktemp -d)
-trap 'tb kill-nodes >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+spinners="" clients=""
+trap 'for p in $spinners; do kill "$p" 2>/dev/null || true; done; tb kill-nodes >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 
 cpu() { awk '/^cpu / {print $2 + $3 + $4 + $5 + $6 + $7 + $8, $5}' /proc/stat; }
 
@@ -52,6 +58,12 @@ while [ "$i" -lt "$n" ]; do
     i=$((i + 1))
 done
 sleep 1
+j=0
+while [ "$j" -lt "$busy" ]; do
+    sh -c 'while :; do :; done' &
+    spinners="$spinners $!"
+    j=$((j + 1))
+done
 before=$(cpu)
 # Clients: node i to node i+1 on every rail at once.
 i=0
@@ -63,6 +75,7 @@ while [ "$i" -lt "$n" ]; do
         if [ "$tool" = iperf3 ]; then
             tb exec "$i" iperf3 -c "$dst" -B "$src" -p $((5200 + k)) -t "$secs" -f m \
                 >"$out/n$i-rail$k" 2>&1 &
+            clients="$clients $!"
         else
             # -n so that the run lasts about SECONDS at the shaped rate.
             rate=$(cat "$state/rate$k" 2>/dev/null || cat "$state/rate0")
@@ -71,18 +84,22 @@ while [ "$i" -lt "$n" ]; do
             tb exec "$i" env UCX_TLS=tcp UCX_NET_DEVICES="rail$k" \
                 ucx_perftest "$dst" -p $((13337 + k)) -t tag_bw -s 4194304 -n "$iters" -f \
                 >"$out/n$i-rail$k" 2>&1 &
+            clients="$clients $!"
         fi
         k=$((k + 1))
     done
     i=$((i + 1))
 done
-wait
+wait $clients
 after=$(cpu)
+for p in $spinners; do kill "$p" 2>/dev/null || true; done
+spinners=""
+wait
 idle=$(echo "$before $after" | awk '{ t = $3 - $1; printf "%.0f", (t > 0 ? 100 * ($4 - $2) / t : 0) }')
 
 total=0 shaped=0
 i=0
-echo "ceiling: $tool, $n nodes x $r rails, node i -> node i+1 on every rail at once, $secs s"
+echo "ceiling: $tool, $n nodes x $r rails, node i -> node i+1 on every rail at once, $secs s$([ "$busy" -gt 0 ] && echo ", $busy processes spinning")"
 while [ "$i" -lt "$n" ]; do
     k=0
     while [ "$k" -lt "$r" ]; do
