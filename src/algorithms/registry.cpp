@@ -10,6 +10,7 @@ extern const AlgorithmInfo kAllreduceRabenseifner;
 extern const AlgorithmInfo kAllreduceRecursiveMultiplying;
 extern const AlgorithmInfo kAllreduceDirect;
 extern const AlgorithmInfo kAllreduceHierSplit;
+extern const AlgorithmInfo kAllreduceHierPipelined;
 extern const AlgorithmInfo kAllreduceHierLeader;
 extern const AlgorithmInfo kReduceScatterRing;
 extern const AlgorithmInfo kReduceScatterRecursiveHalving;
@@ -67,6 +68,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllreduceRecursiveMultiplying,
         &kAllreduceDirect,
         &kAllreduceHierSplit,
+        &kAllreduceHierPipelined,
         &kAllreduceHierLeader,
         &kAllreduceSharedSlots,
         &kAllreduceNodeSlots,

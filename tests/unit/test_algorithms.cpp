@@ -500,6 +500,64 @@ TEST(AlgorithmKnobs, SegmentationAndRadixDoNotChangeResults) {
     }
 }
 
+// hier_pipelined's point: the network phase of the first chunk waits for
+// that chunk's node reduce-scatter only, not for every chunk's (as
+// hier_split's single chunk does), and the chunk count follows the ring's
+// segment size (four segments per piece, at most eight chunks).
+TEST(HierPipelined, TheFirstChunkCrossesTheNetworkBeforeTheOthersAreSummed) {
+    NodeMap map;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
+    CollArgs a;
+    a.collective = Collective::allreduce;
+    a.nranks = 4;
+    a.elem_size = 4;
+    a.segment_bytes = 256;
+    a.nodes = &map;
+    const int rank = 0;
+    const auto same_node = [&](int peer) { return map.node_of[peer] == map.node_of[rank]; };
+    // Intra-node receives in the program, and in the first inter-node send's dependency closure.
+    const auto count_node_receives = [&](const Program &p, int *total, int *before_network) {
+        *total = *before_network = 0;
+        StepId first_network = p.size();
+        for (StepId id = 0; id < p.size(); ++id) {
+            const Step &s = p.steps[id];
+            if (s.kind == StepKind::recv && same_node(s.peer)) ++*total;
+            if (s.kind == StepKind::send && !same_node(s.peer) && first_network == p.size()) first_network = id;
+        }
+        ASSERT_LT(first_network, p.size());
+        std::vector<char> seen(p.size(), 0);
+        std::vector<StepId> todo = {first_network};
+        while (!todo.empty()) {
+            const StepId id = todo.back();
+            todo.pop_back();
+            if (seen[id]) continue;
+            seen[id] = 1;
+            const Step &s = p.steps[id];
+            if (s.kind == StepKind::recv && same_node(s.peer)) ++*before_network;
+            for (uint32_t d = 0; d < s.dep_count; ++d) todo.push_back(p.deps[s.first_dep + d]);
+        }
+    };
+    // 4 chunks: 4 segments x 256 B x 2 pieces per chunk, 8 KiB in all.
+    a.count = 4 * 4 * 256 * 2 / 4;
+    const Program pipelined = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank);
+    int total = 0, before = 0;
+    count_node_receives(pipelined, &total, &before);
+    EXPECT_EQ(total, 8);   // each chunk: one from the node's other rank to sum, one to gather
+    EXPECT_EQ(before, 1);  // the first chunk's sum only
+    // Past eight chunks' worth, still eight; without segmentation, one (hier_split's program).
+    a.count *= 4;
+    count_node_receives(build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank), &total,
+                        &before);
+    EXPECT_EQ(total, 16);
+    a.segment_bytes = 0;
+    const Program one = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank);
+    const Program split = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, rank);
+    EXPECT_EQ(one.size(), split.size());
+    count_node_receives(one, &total, &before);
+    EXPECT_EQ(total, 2);
+    EXPECT_EQ(before, 1);
+}
+
 // The restricted algorithm says why it does not apply, and applies elsewhere.
 TEST(AlgorithmRestrictions, RecursiveDoublingAllgatherNeedsPowerOfTwo) {
     const AlgorithmInfo *rd = find_algorithm(Collective::allgather, "recursive_doubling");
