@@ -107,7 +107,13 @@ void UcxTransport::cancel(Op &op) {
 
 void UcxTransport::free_op(uint32_t index) {
     ops_[index].pieces = 0;
-    if (ops_[index].retained.capacity() > (size_t{1} << 20)) std::vector<char>().swap(ops_[index].retained);
+    // Copies' room is kept for the next detached sends (fresh memory costs
+    // a page fault per page), up to kRetainMaxBytes in all.
+    std::vector<char> &room = ops_[index].retained;
+    if (room.capacity() > (size_t{1} << 20) && retained_capacity_ > kRetainMaxBytes) {
+        retained_capacity_ -= room.capacity();
+        std::vector<char>().swap(room);
+    }
     free_ops_.push_back(index);
 }
 
@@ -536,7 +542,9 @@ bool UcxTransport::detach(Op &op, uint32_t index) {
     size_t bytes = 0;
     for (int k = 0; k < op.pieces; ++k) bytes += op.expected[k];
     if (retained_bytes_ + bytes > kRetainMaxBytes) return false;
+    const size_t room = op.retained.capacity();
     op.retained.assign(op.buf, op.buf + bytes);
+    retained_capacity_ += op.retained.capacity() - room;
     op.buf = op.retained.data();
     retained_bytes_ += bytes;
     detached_.push_back(index);

@@ -281,6 +281,7 @@ class UcxTransport final : public Transport {
     static constexpr unsigned kBelowPollEvery = 16;
     static constexpr size_t kRetainMaxBytes = size_t{64} << 20;
     size_t retained_bytes_ = 0;
+    size_t retained_capacity_ = 0;  // the detached copies' room, kept or in use
     unsigned polls_since_below_ = 0;
     std::vector<RailEvent> events_;
 
