@@ -10,6 +10,8 @@
 #include <thread>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -186,6 +188,36 @@ TEST(UcxTransport, WithStripingOffEveryMessageRidesItsLanesRail) {
     for (auto &t : p.t) t->set_striping(true);
     p.t[0]->cut(bytes, 1, &pieces);
     EXPECT_EQ(pieces.size(), 2u);
+}
+
+// What UCX chose for a message from one rail worker to another:
+// ucp_ep_print_info's protocol table, as text.
+std::string endpoint_protocols(const std::string &tcp_tx_seg_env) {
+    if (!tcp_tx_seg_env.empty()) setenv("UCX_TCP_TX_SEG_SIZE", tcp_tx_seg_env.c_str(), 1);
+    std::shared_ptr<RailWorkers> w[2];
+    for (auto &x : w) EXPECT_EQ(RailWorkers::get({"lo"}, "tcp", &x, /*shared=*/false), LOOM_SUCCESS);
+    unsetenv("UCX_TCP_TX_SEG_SIZE");
+    ucp_ep_h ep = nullptr;
+    EXPECT_EQ(w[0]->endpoint(0, *w[0]->current(0), w[1]->current(0)->address, &ep), LOOM_SUCCESS);
+    if (!ep) return {};
+    char *text = nullptr;
+    size_t length = 0;
+    FILE *f = open_memstream(&text, &length);
+    ucp_ep_print_info(ep, f);
+    std::fclose(f);
+    std::string out(text, length);
+    std::free(text);
+    return out;
+}
+
+// The rails' UCX contexts move TCP data in 64 KiB segments (UCX's default
+// is 8 KiB): messages up to about 64 KiB go eagerly in one segment. A
+// user's UCX_TCP_TX_SEG_SIZE wins.
+TEST(RailWorkersUcx, TcpSegmentsAre64KiBUnlessTheUserSetsThem) {
+    const std::string ours = endpoint_protocols("");
+    EXPECT_NE(ours.find("<egr/short>..65529.."), std::string::npos) << ours;
+    const std::string theirs = endpoint_protocols("8k");
+    EXPECT_NE(theirs.find("<egr/short>..8185.."), std::string::npos) << theirs;
 }
 
 TEST(UcxTransport, CountsBytesPerCollectiveAndRail) {

@@ -1,10 +1,13 @@
 #include "transport/ucx/rail_workers.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 namespace loom {
 namespace {
+
+constexpr const char *kTcpSegmentSize = "64k";
 
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<RailWorkers>> &registry() {
@@ -50,6 +53,14 @@ Status make_rail(const std::string &device, const std::string &tls, Rail *out) {
     if (s == UCS_OK && !tls.empty()) s = ucp_config_modify(config, "TLS", tls.c_str());
     // Keepalive rounds wake idle workers for nothing.
     if (s == UCS_OK) ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+    // UCX's TCP transport moves data in segments of 8 KiB, a system call
+    // each; larger ones keep a rail's stream fuller (docs/performance.md).
+    // A user's own UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE wins. The
+    // transport's keys go without their TCP_ prefix: UCP hands them to
+    // every transport's configuration, where only tcp's has these.
+    for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"})
+        if (s == UCS_OK && !std::getenv((std::string("UCX_TCP_") + key).c_str()))
+            ucp_config_modify(config, key, kTcpSegmentSize);
     if (s != UCS_OK) {
         ucp_config_release(config);
         return ucx_error(s, "rail " + device + ": setting UCX's NET_DEVICES/TLS (ucx_tls = '" + tls + "')");
