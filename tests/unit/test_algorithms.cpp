@@ -507,10 +507,7 @@ TEST(AlgorithmKnobs, SegmentationAndRadixDoNotChangeResults) {
 TEST(HierPipelined, TheFirstChunkCrossesTheNetworkBeforeTheOthersAreSummed) {
     NodeMap map;
     ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
-    CollArgs a;
-    a.collective = Collective::allreduce;
-    a.nranks = 4;
-    a.elem_size = 4;
+    CollArgs a = args(Collective::allreduce, 4, 0);
     a.segment_bytes = 256;
     a.nodes = &map;
     const int rank = 0;

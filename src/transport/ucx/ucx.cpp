@@ -300,11 +300,16 @@ Status UcxTransport::caller_turn() {
     LOOM_RETURN_IF_ERROR(st);
     for (done = 0; done < answers_owed_.size() && st == LOOM_SUCCESS; ++done) {
         OwedAnswer &o = answers_owed_[done];
-        st = below_->post_send(&o.answer->word, sizeof o.answer->word, o.peer, o.tag, Route{}, &o.answer->h);
-        answers_.push_back(std::move(o.answer));
+        st = send_answer(std::move(o.answer), o.peer, o.tag);
     }
     answers_owed_.erase(answers_owed_.begin(), answers_owed_.begin() + done);
     return st;
+}
+
+Status UcxTransport::send_answer(std::unique_ptr<Answer> answer, int peer, uint32_t tag) {
+    LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, peer, tag, Route{}, &answer->h));
+    answers_.push_back(std::move(answer));  // polled below until sent
+    return LOOM_SUCCESS;
 }
 
 Status UcxTransport::post_send(const void *buf, size_t bytes, int peer, uint32_t tag, const Route &route,
@@ -424,13 +429,12 @@ Status UcxTransport::advance_receiver(Op &op) {
         }
         answer->word = (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 |
                        static_cast<uint32_t>(missing) << 20;
+        const uint32_t tag = below_tag(0, op.number, op.tag);
         if (t_on_progress_thread) {
             // Everything arrived: the message is complete; the answer is owed.
-            answers_owed_.push_back(OwedAnswer{std::move(answer), op.peer, below_tag(0, op.number, op.tag)});
+            answers_owed_.push_back(OwedAnswer{std::move(answer), op.peer, tag});
         } else {
-            LOOM_RETURN_IF_ERROR(below_->post_send(&answer->word, sizeof answer->word, op.peer,
-                                                   below_tag(0, op.number, op.tag), Route{}, &answer->h));
-            answers_.push_back(std::move(answer));
+            LOOM_RETURN_IF_ERROR(send_answer(std::move(answer), op.peer, tag));
         }
         op.moved = missing;
         op.answered = true;
@@ -571,7 +575,7 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will
     // be posted for it (which then drives the workers).
-    if (!answer_receives_owed_.empty() || !answers_owed_.empty()) LOOM_RETURN_IF_ERROR(caller_turn());
+    LOOM_RETURN_IF_ERROR(caller_turn());  // nothing on the progress thread, or with nothing owed
     if (n == 0 && free_ops_.size() == ops_.size() && answers_.empty()) {  // detached ops are not free
         if (moved) *moved = false;
         return LOOM_SUCCESS;

@@ -274,6 +274,7 @@ class UcxTransport final : public Transport {
     std::vector<OwedAnswer> answers_owed_;
     std::vector<uint32_t> answer_receives_owed_;  // op indices
     Status post_answer_receive(Op &op);
+    Status send_answer(std::unique_ptr<Answer> answer, int peer, uint32_t tag);
     std::vector<uint32_t> detached_;  // sends reported done, kept (with a copy) until answered
     std::vector<TransportHandle *> below_handles_;     // scratch for one test below
     std::vector<std::pair<uint32_t, int>> below_owners_;  // op (kNoOp: an answer) and piece (-1: the answer)
