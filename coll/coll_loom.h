@@ -218,7 +218,10 @@ void mca_coll_loom_print_stats(loom_comm_t world);
 /* requests: nonblocking and persistent collectives */
 /* Creates the request of a nonblocking (started now) or persistent (started
  * by MPI_Start) call. `sbuf` is MPI_IN_PLACE for an in-place call (the
- * caller applies the table's in_place); `rcounts` is reduce_scatter's, else NULL. */
+ * caller applies the table's in_place); `rcounts` is reduce_scatter's, else NULL.
+ * Returns OMPI_SUCCESS, MPI_ERR_OTHER when the communicator was abandoned
+ * under hang_abort (an error for the caller), or OMPI_ERROR when libloom
+ * refuses the call (the module below takes it). */
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c, const void *sbuf,
                                             void *rbuf, int64_t count, const int *rcounts, loom_datatype_t type,
                                             loom_op_t op, bool persistent, ompi_request_t **request);

@@ -86,20 +86,28 @@ static size_t type_size(mca_coll_loom_module_t *m, loom_datatype_t t) {
     return s;
 }
 
-/* Records a finished Loom call, or reports libloom's refusal. */
-static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
+/* Records a finished Loom call (1), or reports libloom's refusal (0: the
+ * module below takes the call). A call abandoned under hang_abort (-1) is
+ * an error on every rank that waited: the ranks it waited for are not in
+ * the call, so the module below would wait for them too. */
+static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
+    if (rc == LOOM_ERR_TIMEOUT) {
+        fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,
+                loom_last_error());
+        return -1;
+    }
     if (rc != LOOM_SUCCESS) {
         if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
             fprintf(stderr, "coll/loom: %s: %s: %s (handing the call to the previous module)\n",
                     mca_coll_loom_collective_name(c), loom_strerror(rc), loom_last_error());
         mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
-        return false;
+        return 0;
     }
     const char *algorithm = NULL;
     /* Which algorithm ran is only needed for the statistics. */
     if (mca_coll_loom_component.stats) loom_comm_last_algorithm(m->loom, mca_coll_loom_collective_name(c), &algorithm);
     mca_coll_loom_count_call(c, bytes, algorithm);
-    return true;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -176,7 +184,8 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
             int rc;                                                                                   \
             size_t bytes;                                                                             \
             COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks);           \
-            if (loom_done(m, COLL_LOOM_##NAME, rc, bytes)) return MPI_SUCCESS;                        \
+            const int outcome = loom_done(m, COLL_LOOM_##NAME, rc, bytes);                            \
+            if (outcome != 0) return outcome > 0 ? MPI_SUCCESS : MPI_ERR_OTHER;                       \
         } else {                                                                                      \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                      \
         }                                                                                             \
@@ -197,10 +206,11 @@ static bool loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, in
         loom_datatype_t type;                                                                                  \
         COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                \
         if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                              \
-            if (mca_coll_loom_request_start_nonblocking(m, COLL_LOOM_##NAME, COLL_LOOM_SEND(in_place), rbuf,   \
-                                                        COLL_LOOM_COUNTS_##shape, type, COLL_LOOM_LOP_##shape, \
-                                                        persistent, request) == OMPI_SUCCESS)                  \
-                return MPI_SUCCESS;                                                                            \
+            const int started = mca_coll_loom_request_start_nonblocking(                                       \
+                m, COLL_LOOM_##NAME, COLL_LOOM_SEND(in_place), rbuf, COLL_LOOM_COUNTS_##shape, type,           \
+                COLL_LOOM_LOP_##shape, persistent, request);                                                   \
+            if (started == OMPI_SUCCESS) return MPI_SUCCESS;                                                   \
+            if (started == MPI_ERR_OTHER) return MPI_ERR_OTHER; /* abandoned under hang_abort */               \
         } else {                                                                                               \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                               \
         }                                                                                                      \

@@ -57,7 +57,8 @@ static int loom_progress(void) {
         }
         r->running = NULL;
         active[i] = active[--active_count];
-        r->super.req_status.MPI_ERROR = rc == LOOM_SUCCESS ? MPI_SUCCESS : MPI_ERR_INTERN;
+        r->super.req_status.MPI_ERROR =
+            rc == LOOM_SUCCESS ? MPI_SUCCESS : rc == LOOM_ERR_TIMEOUT ? MPI_ERR_OTHER : MPI_ERR_INTERN;
         r->super.req_status._cancelled = 0;
         ompi_request_complete(&r->super, true);
         ++completed;
@@ -222,13 +223,19 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
         rc = start_one(r);
     }
     if (rc != LOOM_SUCCESS) {
-        if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
+        /* A communicator abandoned under hang_abort: the call is an error
+         * (its peers are not in the module below either). */
+        const bool abandoned = rc == LOOM_ERR_TIMEOUT;
+        if (abandoned)
+            fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,
+                    loom_last_error());
+        else if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
             fprintf(stderr, "coll/loom: %s (handing the call to the previous module)\n", loom_last_error());
-        mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
+        if (!abandoned) mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
         free(r->counts);
         OMPI_REQUEST_FINI(&r->super);
         OBJ_RELEASE(r);
-        return OMPI_ERROR;
+        return abandoned ? MPI_ERR_OTHER : OMPI_ERROR;
     }
     /* MPI lets a program free the communicator while the call is pending:
      * the request holds it until freed, so that Open MPI keeps its context

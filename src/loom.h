@@ -35,7 +35,8 @@ typedef enum {
     LOOM_ERR_INVALID_PARAMETER_VALUE = 8,
     LOOM_ERR_TRANSPORT = 9, /* the underlying MPI call failed */
     LOOM_ERR_NO_MEMORY = 10,
-    LOOM_ERR_INTERNAL = 11
+    LOOM_ERR_INTERNAL = 11,
+    LOOM_ERR_TIMEOUT = 12 /* a collective waited hang_timeout seconds with hang_abort set */
 } loom_status_t;
 
 /* Element types: every predefined MPI basic type, plus fp16 and bf16. */
@@ -199,6 +200,13 @@ int loom_comm_rails_state(loom_comm_t comm, const char **state);
  * names the transport). The text stays valid until the next call from this
  * thread. */
 int loom_comm_progress_state(loom_comm_t comm, const char **state);
+
+/* The communicator's unfinished collectives, one line each: the collective
+ * and its call number, how long it has waited, the ranks of this node that
+ * have not entered it, and the ranks whose messages or shared slots it
+ * waits for; "idle" when none runs. What parameter hang_timeout prints.
+ * The text stays valid until the next call from this thread. */
+int loom_comm_state(loom_comm_t comm, const char **state);
 
 /* What carries a communicator's messages. The caller sets `version` to
  * LOOM_TRANSPORT_INFO_VERSION (any other value is refused with the reason).

@@ -582,6 +582,16 @@ int loom_comm_progress_state(loom_comm_t comm, const char **state) {
     return LOOM_SUCCESS;
 }
 
+int loom_comm_state(loom_comm_t comm, const char **state) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_state: state is NULL");
+    static thread_local std::string held;
+    auto lock = comm->impl->hold();
+    held = comm->impl->state();
+    *state = held.c_str();
+    return LOOM_SUCCESS;
+}
+
 int loom_comm_transport_info(loom_comm_t comm, loom_transport_info_t *info) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_transport_info: info is NULL");

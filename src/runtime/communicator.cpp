@@ -242,6 +242,17 @@ Status Request::test(bool *done) {
                          ? execution_->completed_steps() + comm_->transport().data_movements()
                          : kNoNews;
     }
+    if (!finished_ && hang_.due([this] { return comm_->hang_timeout_ns(); })) {
+        const Communicator::Waiting w{collective_, count_, elem_size_, algorithm_, call_number_, hang_.waited_s()};
+        const Status st = comm_->report_hang(w, this, nullptr);
+        if (st != LOOM_SUCCESS) {  // hang_abort: the call ends here with the report
+            error_ = st;
+            error_message_ = last_error_message();
+            finished_ = true;
+            erase_one(comm_->active_, this);
+            if (traced_) comm_->trace_end(*this);
+        }
+    }
     *done = finished_;
     // Now and then the other communicators' calls too, as MPI_Test would:
     // a peer may be waiting for one of them before it can serve this one.
@@ -285,6 +296,83 @@ Status Request::wait() {
             ++waits_.yields;
         }
     }
+}
+
+namespace {
+std::string rank_list(const std::vector<int> &ranks) {
+    std::string s;
+    for (int r : ranks) s += (s.empty() ? "" : " ") + std::to_string(r);
+    return s;
+}
+}  // namespace
+
+std::string Communicator::describe_wait(const Waiting &w, const Request *req, const SlotCall *slot,
+                                        std::vector<int> *missing) const {
+    // This node's ranks that have (not) entered the call, from their inboxes.
+    std::vector<int> absent, present;
+    if (slots_)
+        for (size_t i = 0; i < slot_group_.size(); ++i) {
+            uint64_t entered = 0;
+            if (slot_group_[i] == rank_) continue;
+            const bool known = slots_->peer_calls_entered(static_cast<int>(i), &entered);
+            (known && entered >= w.call ? present : absent).push_back(slot_group_[i]);
+        }
+    std::vector<int> local, slot_peers, receives_from, sends_to;
+    if (slot) slot->unpublished(&local);
+    if (req && req->slot_call_) req->slot_.unpublished(&local);
+    if (req && req->node_slot_call_ && !req->exchanging_) req->node_slot_.waiting_for(&local);
+    for (int i : local) slot_peers.push_back(slot_group_[static_cast<size_t>(i)]);
+    const bool running_plan = req && req->execution_ && !req->slot_call_ && (!req->node_slot_call_ || req->exchanging_);
+    if (running_plan) req->execution_->pending_peers(&receives_from, &sends_to);
+
+    char head[160];
+    std::snprintf(head, sizeof head, "%s #%llu (count %zu x %zu B, %s) on rank %d of %d has waited %.1f s",
+                  collective_name(w.collective), static_cast<unsigned long long>(w.call), w.count, w.elem_size,
+                  w.algorithm && *w.algorithm ? w.algorithm : "no algorithm yet", rank_, size_, w.waited_s);
+    std::string text = head;
+    if (slot_group_.size() > 1) {
+        text += "; on this node, ranks that have not entered it: " + (absent.empty() ? "none" : rank_list(absent));
+        if (!present.empty()) text += ", that have: " + rank_list(present);
+    }
+    if (!slot_peers.empty()) text += "; it waits for the shared slots of ranks " + rank_list(slot_peers);
+    if (running_plan) {
+        text += "; step " + std::to_string(req->execution_->completed_steps()) + " of " +
+                std::to_string(req->execution_->program().size()) + " done";
+        if (!receives_from.empty()) text += ", waiting for messages from ranks " + rank_list(receives_from);
+        if (!sends_to.empty()) text += ", its messages to ranks " + rank_list(sends_to) + " not yet taken";
+    }
+    if (missing) {
+        if (!absent.empty()) *missing = absent;
+        else if (!slot_peers.empty()) *missing = slot_peers;
+        else if (!receives_from.empty()) *missing = receives_from;
+        else *missing = sends_to;
+    }
+    return text;
+}
+
+Status Communicator::report_hang(const Waiting &w, const Request *req, const SlotCall *slot) {
+    std::vector<int> missing;
+    const std::string text = describe_wait(w, req, slot, &missing);
+    const bool abort = config_.integer(kParamHangAbort) != 0;
+    std::fprintf(stderr, "loom[%d]: hang_timeout: %s%s\n", rank_, text.c_str(),
+                 abort ? " (hang_abort: the call fails)" : " (it goes on waiting)");
+    if (!abort) return LOOM_SUCCESS;
+    abandoned_ = "a collective on this communicator was abandoned after hang_timeout (" +
+                 std::to_string(config_.integer(kParamHangTimeout)) + " s), waiting for ranks " +
+                 (missing.empty() ? std::string("unknown") : rank_list(missing)) + ": " + text +
+                 "; every later collective on it fails (free it)";
+    return fail(LOOM_ERR_TIMEOUT, abandoned_);
+}
+
+std::string Communicator::state() const {
+    std::string text;
+    for (const Request *r : active_) {
+        const Waiting w{r->collective_, r->count_, r->elem_size_, r->algorithm_, r->call_number_,
+                        r->hang_.waited_s_now()};
+        text += (text.empty() ? "" : "\n") + describe_wait(w, r, nullptr, nullptr);
+    }
+    if (!abandoned_.empty()) text += (text.empty() ? "" : "\n") + abandoned_;
+    return text.empty() ? "idle" : text;
 }
 
 void Communicator::decide_sleeping_waits() {
@@ -735,9 +823,17 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
 Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature) {
     if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
+    if (!abandoned_.empty()) return fail(LOOM_ERR_TIMEOUT, abandoned_);
+    const uint64_t call_number = enter_call();
     SlotCall slot;
     slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce, signature);
+    HangWatch watch;
     for (uint32_t polls = 0; !slot.advance(&slots_finished_); ++polls) {
+        if (watch.due([this] { return hang_timeout_ns(); })) {
+            const Waiting w{args.collective, args.count, args.elem_size, last_algorithm(args.collective), call_number,
+                            watch.waited_s()};
+            LOOM_RETURN_IF_ERROR(report_hang(w, nullptr, &slot));
+        }
         if (!active_.empty()) {
             Status st = progress_all();  // earlier nonblocking calls, ours among them
             (void)st;                    // their errors are theirs
@@ -816,8 +912,14 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
                             bool blocking) {
     const CachedPlan *plan = &planned;
+    if (!abandoned_.empty()) return fail(LOOM_ERR_TIMEOUT, abandoned_);
     started_any_ = true;
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
+    req.call_number_ = enter_call();
+    req.collective_ = args.collective;
+    req.count_ = args.count;
+    req.elem_size_ = args.elem_size;
+    req.algorithm_ = plan->algorithm->name;
     if (plan->algorithm->plan_free) return launch_slots(req, args, call);  // blocking ones: run_slots
     if (plan->algorithm->node_slots) return launch_node_slots(req, args, call, *plan);
     req.arm(this, /*slot_call=*/false, /*node_slot_call=*/false);

@@ -14,6 +14,7 @@
 
 #include "node_map.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/hang_watch.hpp"
 #include "runtime/params.hpp"
 #include "runtime/node_slot_call.hpp"
 #include "runtime/slot_call.hpp"
@@ -85,6 +86,7 @@ class Request {
         error_ = LOOM_SUCCESS;
         slot_call_ = slot_call;
         node_slot_call_ = node_slot_call;
+        hang_.reset();
     }
     Status result() const;  // error_ and its message, in the calling thread's last error
     // test(), and so wait(), progresses the other communicators every
@@ -125,6 +127,13 @@ class Request {
     const Program *trace_program_ = nullptr;  // kept alive by program_ while the call runs
     size_t trace_elem_size_ = 1;
     WaitCounts waits_;
+    // For a hang report: the call's number on the communicator (the same on
+    // every rank), its shape and algorithm, and how long it has waited.
+    uint64_t call_number_ = 0;
+    Collective collective_ = Collective::allreduce;
+    size_t count_ = 0, elem_size_ = 0;
+    const char *algorithm_ = "";
+    HangWatch hang_;
     bool finished_ = false;
     Status error_ = LOOM_SUCCESS;
 };
@@ -243,6 +252,9 @@ class Communicator {
     std::unique_lock<std::recursive_mutex> hold() {
         return threaded_ ? std::unique_lock<std::recursive_mutex>(mutex_) : std::unique_lock<std::recursive_mutex>();
     }
+
+    // Every unfinished call's wait, a line each, or "idle" (loom_comm_state).
+    std::string state() const;
 
     const char *last_algorithm(Collective c) const { return last_algorithm_[static_cast<int>(c)]; }
     // The cost model's time for `args` (a host call) with the algorithm the
@@ -442,6 +454,32 @@ class Communicator {
     };
     std::vector<Periodic> periodic_;
     void run_periodic(CollArgs &args, const CallData &call);
+    // Hang reports (parameters hang_timeout, hang_abort). Every call counts
+    // itself on entry, in this rank's inbox too, where the node's other
+    // ranks read it; a call abandoned under hang_abort leaves its message
+    // here and every later call fails with it.
+    uint64_t calls_entered_ = 0;
+    uint64_t enter_call() {
+        ++calls_entered_;
+        if (slots_) slots_->set_calls_entered(calls_entered_);
+        return calls_entered_;
+    }
+    std::string abandoned_;
+    uint64_t hang_timeout_ns() const { return static_cast<uint64_t>(config_.integer(kParamHangTimeout)) * 1000000000ULL; }
+    // One call's wait as text; *missing: the ranks it names as missing (this
+    // node's that have not entered it, else those it waits for).
+    struct Waiting {
+        Collective collective;
+        size_t count, elem_size;
+        const char *algorithm;
+        uint64_t call;
+        double waited_s;
+    };
+    std::string describe_wait(const Waiting &w, const Request *req, const SlotCall *slot,
+                              std::vector<int> *missing) const;
+    // Prints the report once; under hang_abort returns the error the call
+    // fails with (LOOM_SUCCESS: it goes on waiting).
+    Status report_hang(const Waiting &w, const Request *req, const SlotCall *slot);
     NodeMap nodes_;  // one node until told otherwise  // ranks of this one's node group once shared memory is attached
     friend class Request;
 };

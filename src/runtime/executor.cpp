@@ -65,6 +65,20 @@ Status Execution::start() {
     return run_ready();
 }
 
+void Execution::pending_peers(std::vector<int> *receives_from, std::vector<int> *sends_to) const {
+    receives_from->clear();
+    sends_to->clear();
+    for (const Active &a : active_) {
+        const Step &s = program_->steps[a.id];
+        if (s.kind == StepKind::recv) receives_from->push_back(s.peer);
+        else if (s.kind == StepKind::send) sends_to->push_back(s.peer);
+    }
+    for (std::vector<int> *v : {receives_from, sends_to}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+}
+
 void Execution::release(StepId id) {
     if (--unmet_[id] == 0) ready_.push_back(id);
 }

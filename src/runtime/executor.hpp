@@ -42,6 +42,9 @@ class Execution {
     bool done() const { return completed_ == program_->size(); }
     size_t completed_steps() const { return completed_; }
     const Program &program() const { return *program_; }
+    // What an unfinished run waits for (a hang report): the peers of its
+    // posted receives and sends, each once, in rank order.
+    void pending_peers(std::vector<int> *receives_from, std::vector<int> *sends_to) const;
 
   private:
     Status run_ready();

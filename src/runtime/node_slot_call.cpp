@@ -71,6 +71,18 @@ NodeSlotCall::Stage NodeSlotCall::advance(uint64_t *finished) {
     return stage_ = Stage::done;
 }
 
+void NodeSlotCall::waiting_for(std::vector<int> *local) const {
+    local->clear();
+    if (!slots_ || stage_ != Stage::waiting) return;
+    if (local_ == 0) {
+        if (result_published_) return;
+        for (int i = next_peer_; i < ranks_on_node_; ++i)
+            if (!slots_->peer_buffer(i, generation_, input_bytes_)) local->push_back(i);
+        return;
+    }
+    if (!slots_->peer_buffer(0, generation_ + 1, result_bytes_)) local->push_back(0);
+}
+
 void NodeSlotCall::finish_exchange(bool ok, uint64_t *finished) {
     failed_ = !ok;
     if (slots_) {

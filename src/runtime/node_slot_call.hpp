@@ -11,6 +11,7 @@
 // every rank published g, that is after each read g - 1 from it.
 // A node of one rank has no slots: its leader works alone.
 #pragma once
+#include <vector>
 #include <cstdint>
 
 #include "core/datatype.hpp"
@@ -42,6 +43,10 @@ class NodeSlotCall {
     void finish_exchange(bool ok, uint64_t *finished);
     // The call ended without a result: the leaders' exchange failed.
     bool failed() const { return failed_; }
+    // The local ranks the call waits for in its slot phases (a hang
+    // report): a leader, those that have not published their input; the
+    // others, the leader until it publishes the result.
+    void waiting_for(std::vector<int> *local) const;
 
   private:
     void combine();

@@ -158,6 +158,16 @@ const std::vector<ParamSpec> &param_table() {
         {kParamWaitSpinUs, "wait_spin_us", ParamType::integer, "50", 5,
          "How long a wait that may sleep polls without news before it sleeps, in microseconds",
          0, 1LL << 30, Collective::allreduce},
+        {kParamHangTimeout, "hang_timeout", ParamType::integer, "0", 3,
+         "Seconds a collective may wait before it prints, once, who it waits for: its collective and call number, "
+         "the ranks of this node that have not entered it, and the ranks whose messages or shared slots it waits "
+         "for (loom_comm_state gives the same text); 0 waits for ever without a word, as MPI does",
+         0, 1LL << 30, Collective::allreduce},
+        {kParamHangAbort, "hang_abort", ParamType::integer, "0", 3,
+         "1: a collective that has waited hang_timeout seconds fails with an error naming the ranks it waits for, "
+         "and every later collective on the communicator fails with it (free the communicator); 0: it goes on "
+         "waiting, as MPI does",
+         0, 1, Collective::allreduce},
     };
     return table;
 }

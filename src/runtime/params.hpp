@@ -49,6 +49,8 @@ enum ParamId {
     kParamTrace,
     kParamWait,
     kParamWaitSpinUs,
+    kParamHangTimeout,
+    kParamHangAbort,
     kParamCount
 };
 

@@ -14,6 +14,13 @@ bool SlotCall::all_published() {
     return true;
 }
 
+void SlotCall::unpublished(std::vector<int> *local) const {
+    local->clear();
+    if (!slots_ || done_) return;
+    for (int i = 0; i < slots_->size(); ++i)
+        if (i != slots_->rank() && !slots_->peer_buffer(i, generation_, bytes_)) local->push_back(i);
+}
+
 uint64_t SlotCall::call_signature(const CollArgs &a, int datatype, int op) {
     uint64_t h = 0xcbf29ce484222325ULL;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };

@@ -6,6 +6,7 @@
 // the output from the slots in place. Reductions add the slots in rank
 // order on every rank, so all ranks get the same bits.
 #pragma once
+#include <vector>
 #include <cstdint>
 
 #include "core/datatype.hpp"
@@ -57,6 +58,9 @@ class SlotCall {
     // signature for this generation (the output buffer is untouched).
     bool failed() const { return mismatched_rank_ >= 0; }
     int mismatched_rank() const { return mismatched_rank_; }
+
+    // The local ranks whose contribution the call still waits for (a hang report).
+    void unpublished(std::vector<int> *local) const;
 
   private:
     bool advance_shared(uint64_t *finished);

@@ -438,6 +438,15 @@ if [ -n "$after" ] && [ "$after" != "$before" ]; then
 else
     echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
 fi
+# Hang reports through coll/loom: the last rank skips an MPI_Allreduce; under
+# coll_loom_hang_abort the others' call returns an error, and the component's
+# message names the skipper.
+check_program 3 test_hang_report " .* 0 failures$" " (coll_loom_hang_abort)" \
+    --mca coll_loom_hang_timeout 1 --mca coll_loom_hang_abort 1 -- -m
+if ! grep -q "^coll/loom: allreduce on .*waiting for ranks 2:" "$log"; then
+    echo "FAIL: coll/loom's hang_abort message does not name the rank that skipped the call"
+    status=1
+fi
 # Persistent collectives through libloom's API and MPI_Start via coll/loom:
 # every result right and no allocation by Loom in any start (nor by the
 # progress thread, where it is on).

@@ -51,6 +51,30 @@ for np in 1 2 3 4 5; do
         status=1
     fi
 done
+# Hang reports: the last rank skips a collective (test_hang_report.c). On
+# one node, over emulated nodes and without shared memory; each run's
+# reports on stderr must name the skipper, and hang_abort's errors too.
+# hang NP LABEL ARGS [VAR=VALUE...]
+hang() {
+    np=$1 label=$2 args=$3
+    shift 3
+    xs=
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_hang_report" $args >"$tmp/run.out" 2>&1 &&
+        grep -q "^test_hang_report np=$np: .* 0 failures$" "$tmp/run.out" &&
+        grep -q "^loom\[[0-9]*\]: hang_timeout: .*waiting for .*ranks\( [0-9]*\)* $((np - 1))\b" "$tmp/run.out"; then
+        echo "PASS: $(grep "^test_hang_report np=$np:" "$tmp/run.out") ($label)"
+    else
+        echo "FAIL: test_hang_report np=$np ($label)"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+}
+hang 3 "one node, allreduce" "-c allreduce"
+hang 3 "one node, alltoall, progress thread on" "-c alltoall -n 20000" LOOM_PROGRESS_THREAD=on
+hang 4 "2 emulated nodes" "-c allreduce" LOOM_TOPOLOGY=nodes=2
+hang 2 "without shared memory" "-c allreduce -n 1024" LOOM_SHARED_MEMORY=0
+hang 3 "without shared memory, alltoall" "-c alltoall -n 1024" LOOM_SHARED_MEMORY=0
 # The MPI transport alone, without the shared-memory path.
 for np in 2 3; do
     if ! collectives "$np" LOOM_SHARED_MEMORY=0; then

@@ -38,6 +38,9 @@ struct InboxHeader {
     // `sleepers` counts it; peers that hand it work ring it (core/futex.hpp).
     std::atomic<uint32_t> doorbell;
     std::atomic<uint32_t> sleepers;
+    // The collective calls the owner has entered on this communicator:
+    // a peer's hang report tells from it who has not arrived.
+    std::atomic<uint64_t> calls_entered;
 };
 static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line");
 

@@ -22,6 +22,14 @@ SharedSlots::SharedSlots(int rank, int ranks, size_t capacity, size_t area_offse
       context_(context),
       areas_(static_cast<size_t>(ranks), nullptr) {
     own_ = map(rank);
+    own_calls_entered_ = &header_of(inbox_of_(context_, static_cast<size_t>(rank)))->calls_entered;
+}
+
+bool SharedSlots::peer_calls_entered(int i, uint64_t *calls) const {
+    unsigned char *inbox = inbox_of_(context_, static_cast<size_t>(i));
+    if (!inbox) return false;
+    *calls = header_of(inbox)->calls_entered.load(std::memory_order_relaxed);
+    return true;
 }
 
 unsigned char *SharedSlots::map(int i) {

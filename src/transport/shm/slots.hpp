@@ -75,6 +75,12 @@ class SharedSlots {
         return mapped_by_all_ = own_inbox_mapped_by_all_(context_);
     }
 
+    // How many collective calls this rank has entered on the communicator
+    // (its inbox's header), and how many local rank i has: false while i's
+    // inbox does not exist yet (it has entered none).
+    void set_calls_entered(uint64_t calls) { own_calls_entered_->store(calls, std::memory_order_relaxed); }
+    bool peer_calls_entered(int i, uint64_t *calls) const;
+
   private:
     // Line g % 2: the generation word, then the inline bytes.
     static std::atomic<uint64_t> *generation(unsigned char *area, uint64_t g) {
@@ -101,6 +107,7 @@ class SharedSlots {
     void *context_;
     bool mapped_by_all_ = false;
     unsigned char *own_ = nullptr;
+    std::atomic<uint64_t> *own_calls_entered_ = nullptr;
     std::vector<unsigned char *> areas_;  // by rank: each one's slot area, once mapped
 };
 
