@@ -101,6 +101,7 @@ void NodeSlotCall::combine() {
     const CollArgs &a = *args_;
     auto from = [&](int j) { return j == 0 ? input_ : slots_->peer_buffer(j, generation_, input_bytes_); };
     unsigned char *to = buffer_ + result_bytes_;  // combined()
+    if (!input_bytes_) return;  // count 0: no buffer (memcpy's null is undefined even for 0 bytes)
     if (a.collective == Collective::allgather) {
         for (int j = 0; j < ranks_on_node_; ++j) std::memcpy(to + j * input_bytes_, from(j), input_bytes_);
         return;
