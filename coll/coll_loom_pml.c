@@ -70,6 +70,17 @@ static int pml_test_many(void *context, void *const *handles, size_t n, unsigned
     return 0;
 }
 
+/* A receive of an abandoned call (hang_abort) is cancelled, so nothing
+ * lands in the caller's buffer later; ob1 cannot recall sends. */
+static int pml_withdraw(void *context, void *handle, int receive) {
+    (void)context;
+    if (!receive) return 0;
+    ompi_request_t *req = (ompi_request_t *)handle;
+    ompi_request_cancel(req);
+    ompi_request_wait(&req, MPI_STATUS_IGNORE);
+    return 1;
+}
+
 int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) {
     loom_transport_t t;
     t.version = LOOM_TRANSPORT_VERSION;
@@ -81,5 +92,6 @@ int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) 
     t.isend = pml_isend;
     t.irecv = pml_irecv;
     t.test_many = pml_test_many;
+    t.withdraw = pml_withdraw;
     return loom_comm_create_with_transport(&t, out);
 }

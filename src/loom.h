@@ -132,7 +132,7 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
  * progress engine once (Loom calls it so when it polls shared memory and
  * has nothing else to wait for). Messages between a pair with one tag must
  * match in posting order (MPI's rule). */
-#define LOOM_TRANSPORT_VERSION 2 /* version 2: version and name fields; isend and irecv take a lane */
+#define LOOM_TRANSPORT_VERSION 3 /* 2: version and name fields; isend and irecv take a lane; 3: withdraw */
 typedef struct loom_transport {
     int version;      /* LOOM_TRANSPORT_VERSION; any other value is refused with the reason */
     const char *name; /* what counters call it ("pml"; kept, not copied); NULL: "external" */
@@ -144,6 +144,10 @@ typedef struct loom_transport {
     int (*isend)(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
     int (*irecv)(void *context, void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
     int (*test_many)(void *context, void *const *handles, size_t n, unsigned char *done);
+    /* Version 3, may be NULL: takes back a posted operation of a call
+     * abandoned under hang_abort so its buffer is no longer touched; returns
+     * 1 when withdrawn (the handle released), 0 when it finishes by itself. */
+    int (*withdraw)(void *context, void *handle, int receive);
 } loom_transport_t;
 /* Creates a communicator over `transport` (copied; its context must outlive
  * the communicator). No communication. */

@@ -248,6 +248,7 @@ Status Request::test(bool *done) {
         if (st != LOOM_SUCCESS) {  // hang_abort: the call ends here with the report
             error_ = st;
             error_message_ = last_error_message();
+            if (execution_) execution_->withdraw();
             finished_ = true;
             erase_one(comm_->active_, this);
             if (traced_) comm_->trace_end(*this);
@@ -357,6 +358,7 @@ Status Communicator::report_hang(const Waiting &w, const Request *req, const Slo
     std::fprintf(stderr, "loom[%d]: hang_timeout: %s%s\n", rank_, text.c_str(),
                  abort ? " (hang_abort: the call fails)" : " (it goes on waiting)");
     if (!abort) return LOOM_SUCCESS;
+    router_->call_abandoned();
     abandoned_ = "a collective on this communicator was abandoned after hang_timeout (" +
                  std::to_string(config_.integer(kParamHangTimeout)) + " s), waiting for ranks " +
                  (missing.empty() ? std::string("unknown") : rank_list(missing)) + ": " + text +

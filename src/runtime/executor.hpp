@@ -45,6 +45,10 @@ class Execution {
     // What an unfinished run waits for (a hang report): the peers of its
     // posted receives and sends, each once, in rank order.
     void pending_peers(std::vector<int> *receives_from, std::vector<int> *sends_to) const;
+    // The call was abandoned (hang_abort): takes back every posted send and
+    // receive the transports can withdraw; returns how many they could not
+    // (already moving: those finish by themselves, untested).
+    size_t withdraw();
 
   private:
     Status run_ready();

@@ -36,6 +36,12 @@ class Router final : public Transport {
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
     Status idle() override;
+    bool withdraw(TransportHandle *h, bool receive) override {
+        return transports_[h->carrier].transport->withdraw(h, receive);
+    }
+    void call_abandoned() override {
+        for (Entry &e : transports_) e.transport->call_abandoned();
+    }
     void reserve(size_t operations, int lanes) override;
     bool drives_progress_engine() const override;
     bool oversubscribed() const override { return oversubscribed_; }

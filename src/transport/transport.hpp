@@ -154,6 +154,16 @@ class Transport {
     // the sleep ends).
     virtual int arm_wakeup(std::vector<int> *fds) { return -1; }
 
+    // A call abandoned under hang_abort. withdraw takes back a posted send
+    // or receive that has not started moving, releasing its handle, so that
+    // the caller's buffers are not touched after the call has returned;
+    // false when it cannot (a message already arriving into a receive, a
+    // send the transport cannot recall). call_abandoned: messages the call
+    // sent may never be received, so a transport whose channel a later
+    // communicator could reuse (an MPI communicator's context) keeps it.
+    virtual bool withdraw(TransportHandle *h, bool receive) { return false; }
+    virtual void call_abandoned() {}
+
     // Counts of its own worth showing beside the router's per-lane
     // messages and bytes ("single_copy_sends" ...).
     virtual void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {}

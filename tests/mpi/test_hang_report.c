@@ -6,7 +6,9 @@
  * while loom_comm_state names the rank meanwhile. The skipper's node-mates
  * name it from its inbox; ranks on other nodes (emulated with
  * LOOM_TOPOLOGY, or without shared memory) name the ranks whose messages
- * they wait for, which the skipper's absence holds up.
+ * they wait for, which the skipper's absence holds up. When the skipper
+ * comes late to an abandoned call, nothing it sends lands in the others'
+ * buffers, and the communicators made afterwards see none of it.
  * Usage: test_hang_report [-c allreduce|alltoall] [-n COUNT] [-m]
  * -m: through MPI_Allreduce (coll/loom, run with coll_loom_hang_timeout and
  * coll_loom_hang_abort set): the others' call returns an error (the
@@ -134,6 +136,26 @@ int main(int argc, char **argv) {
             loom_comm_state(comm, &state);
             check(state && strstr(state, "abandoned") != NULL, "loom_comm_state tells the communicator was abandoned",
                   state);
+            for (int64_t i = 0; i < counts[k] * per; ++i) out[i] = -7;
+        }
+        /* The skipper comes late: what it sends must not land in the others'
+         * buffers, which their failed call has given back. */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == skipper) {
+            const double t0 = MPI_Wtime();
+            int rc = run(comm, alltoall, in, out, counts[k]);
+            char detail[768];
+            snprintf(detail, sizeof detail, "got %s after %.1f s", loom_strerror(rc), MPI_Wtime() - t0);
+            check(MPI_Wtime() - t0 < 30, "the late rank's call ends (done, or failed by hang_abort)", detail);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank != skipper) {
+            int64_t touched = 0;
+            for (int64_t i = 0; i < counts[k] * per; ++i) touched += out[i] != -7;
+            char detail[64];
+            snprintf(detail, sizeof detail, "%lld of %lld elements written", (long long)touched,
+                     (long long)(counts[k] * per));
+            check(touched == 0, "nothing lands in an abandoned call's buffer", detail);
         }
         MPI_Barrier(MPI_COMM_WORLD);
         loom_comm_free(&comm);

@@ -166,6 +166,46 @@ TEST(SharedMemoryTransport, TakesOutAnUnmatchedMessageThatBlocksAPostedReceive) 
     EXPECT_EQ(got2, second);
 }
 
+// A call abandoned under hang_abort: a withdrawn receive is never written
+// into, even when its message comes afterwards (a later receive of the tag
+// gets it); a withdrawn send that has not started never goes; one whose
+// message is arriving cannot be withdrawn and finishes.
+TEST(SharedMemoryTransport, WithdrawnOperationsLeaveTheirBuffersAlone) {
+    Pair pair(1 << 20, /*cells=*/8);
+    std::string late(20, 'L'), withdrawn(20, '.'), later(20, '.');
+    TransportHandle r, r2, s;
+    ASSERT_EQ(pair.t[1]->post_recv(withdrawn.data(), withdrawn.size(), 0, 3, {}, &r), LOOM_SUCCESS);
+    EXPECT_TRUE(pair.t[1]->withdraw(&r, true));
+    ASSERT_EQ(pair.t[0]->post_send(late.data(), late.size(), 1, 3, {}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&s}, {}), LOOM_SUCCESS) << last_error_message();
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(pair.t[1]->test_many(nullptr, 0, nullptr, nullptr), LOOM_SUCCESS);
+    EXPECT_EQ(withdrawn, std::string(20, '.'));
+    ASSERT_EQ(pair.t[1]->post_recv(later.data(), later.size(), 0, 3, {}, &r2), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({}, {&r2}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(later, late);
+
+    // Rank 1 sends nothing yet on tag 4; rank 0's send of tag 5 sits behind
+    // a send of tag 4 that fills the ring, so it has not started.
+    std::string big(200, 'B'), small(8, 's'), got_big(200, '.'), got_small(8, '.');
+    TransportHandle sb, ss, rb, rs;
+    ASSERT_EQ(pair.t[0]->post_send(big.data(), big.size(), 1, 4, {}, &sb), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[0]->post_send(small.data(), small.size(), 1, 5, {}, &ss), LOOM_SUCCESS);
+    EXPECT_FALSE(pair.t[0]->withdraw(&sb, false));  // part of it is in the ring
+    EXPECT_TRUE(pair.t[0]->withdraw(&ss, false));
+    ASSERT_EQ(pair.t[1]->post_recv(got_big.data(), got_big.size(), 0, 4, {}, &rb), LOOM_SUCCESS);
+    ASSERT_EQ(pair.drive({&sb}, {&rb}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(got_big, big);
+    ASSERT_EQ(pair.t[1]->post_recv(got_small.data(), got_small.size(), 0, 5, {}, &rs), LOOM_SUCCESS);
+    unsigned char flag = 0;
+    TransportHandle *h = &rs;
+    for (int i = 0; i < 50; ++i) {
+        ASSERT_EQ(pair.t[0]->test_many(nullptr, 0, nullptr, nullptr), LOOM_SUCCESS);
+        ASSERT_EQ(pair.t[1]->test_many(&h, 1, &flag, nullptr), LOOM_SUCCESS);
+    }
+    EXPECT_EQ(flag, 0) << "a withdrawn send arrived";
+    EXPECT_TRUE(pair.t[1]->withdraw(&rs, true));
+}
+
 // An alltoall plan's own ring limit (alltoall_shm_max_bytes) sends its
 // larger messages through the fallback transport, on both sides alike; the
 // same message of another plan takes the rings. The router counts both,

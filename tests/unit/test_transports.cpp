@@ -124,7 +124,7 @@ TEST(ExternalTransport, PassesLanesBothWaysAndChecksTheVersion) {
     ops.test_many = fake_test_many;
     std::unique_ptr<Transport> t;
     EXPECT_EQ(make_external_transport(ops, &t), LOOM_ERR_INVALID_ARGUMENT);  // version 0: the first layout
-    EXPECT_NE(std::string(last_error_message()).find("set it to LOOM_TRANSPORT_VERSION (2)"), std::string::npos)
+    EXPECT_NE(std::string(last_error_message()).find("set it to LOOM_TRANSPORT_VERSION (3)"), std::string::npos)
         << last_error_message();
     ops.version = LOOM_TRANSPORT_VERSION;
     ASSERT_EQ(make_external_transport(ops, &t), LOOM_SUCCESS) << last_error_message();
@@ -136,6 +136,43 @@ TEST(ExternalTransport, PassesLanesBothWaysAndChecksTheVersion) {
     bool done = false;
     ASSERT_EQ(t->test(&r, &done), LOOM_SUCCESS);
     EXPECT_TRUE(done);
+}
+
+int fake_withdraw(void *context, void *, int receive) {
+    static_cast<Calls *>(context)->log.push_back(receive ? "withdraw receive" : "withdraw send");
+    return receive;
+}
+
+// Version 3's withdraw reaches the caller's transport; version 2 (no such
+// field) is still accepted and withdraws nothing.
+TEST(ExternalTransport, WithdrawsThroughVersionThreeOnly) {
+    Calls calls;
+    loom_transport_t ops{};
+    ops.context = &calls;
+    ops.size = 2;
+    ops.max_tag = 100;
+    ops.isend = fake_isend;
+    ops.irecv = fake_irecv;
+    ops.test_many = fake_test_many;
+    ops.withdraw = fake_withdraw;
+    char buf[8];
+    for (int version : {2, LOOM_TRANSPORT_VERSION}) {
+        calls.log.clear();
+        ops.version = version;
+        std::unique_ptr<Transport> t;
+        ASSERT_EQ(make_external_transport(ops, &t), LOOM_SUCCESS) << last_error_message();
+        TransportHandle s, r;
+        ASSERT_EQ(t->post_send(buf, 8, 1, 3, Route{}, &s), LOOM_SUCCESS);
+        ASSERT_EQ(t->post_recv(buf, 8, 1, 3, Route{}, &r), LOOM_SUCCESS);
+        const bool sent_back = t->withdraw(&s, false), received_back = t->withdraw(&r, true);
+        EXPECT_FALSE(sent_back);
+        EXPECT_EQ(received_back, version == 3);
+        if (version == 3)
+            EXPECT_EQ(calls.log, (std::vector<std::string>{"isend 8 1 lane 0", "irecv 8 1 lane 0", "withdraw send",
+                                                          "withdraw receive"}));
+        else
+            EXPECT_EQ(calls.log.size(), 2u);
+    }
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ namespace {
 
 class ExternalTransport final : public Transport {
   public:
-    explicit ExternalTransport(const loom_transport_t &ops) : ops_(ops) {}
+    explicit ExternalTransport(const loom_transport_t &ops) : ops_(ops) {
+        if (ops_.version < 3) ops_.withdraw = nullptr;
+    }
     int rank() const override { return ops_.rank; }
     int size() const override { return ops_.size; }
     const char *name() const override { return ops_.name ? ops_.name : "external"; }
@@ -38,6 +40,13 @@ class ExternalTransport final : public Transport {
         if (ops_.test_many(ops_.context, handles_.data(), n, done) != 0)
             return fail(LOOM_ERR_TRANSPORT, "a send or receive failed in the caller's transport");
         return LOOM_SUCCESS;
+    }
+
+    bool withdraw(TransportHandle *h, bool receive) override {
+        if (!ops_.withdraw) return false;
+        void *handle = nullptr;
+        std::memcpy(&handle, h->bytes, sizeof(void *));
+        return ops_.withdraw(ops_.context, handle, receive ? 1 : 0) == 1;
     }
 
     void reserve(size_t operations, int) override { handles_.reserve(operations); }
@@ -67,7 +76,7 @@ class ExternalTransport final : public Transport {
 }  // namespace
 
 Status make_external_transport(const loom_transport_t &ops, std::unique_ptr<Transport> *out) {
-    if (ops.version != LOOM_TRANSPORT_VERSION)
+    if (ops.version != LOOM_TRANSPORT_VERSION && ops.version != 2)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t.version is " + std::to_string(ops.version) +
                                                    ": set it to LOOM_TRANSPORT_VERSION (" +
                                                    std::to_string(LOOM_TRANSPORT_VERSION) +

@@ -40,7 +40,9 @@ class MpiTransport final : public Transport {
         int finalized = 0;
         MPI_Finalized(&finalized);
         if (!finalized) {
-            MPI_Comm_free(&comm_);
+            // Freed, the context could carry a later communicator, whose
+            // receives would then match what an abandoned call sent.
+            if (!abandoned_) MPI_Comm_free(&comm_);
             MPI_Type_free(&unit_);
         }
     }
@@ -64,6 +66,22 @@ class MpiTransport final : public Transport {
     }
 
     bool drives_progress_engine() const override { return true; }
+    bool withdraw(TransportHandle *h, bool receive) override {
+        // A cancelled receive completes at once, cancelled or, had a message
+        // just matched it, received; either way MPI writes nothing more.
+        // Sends are not recalled (MPI-4 deprecates cancelling them).
+        if (!receive) return false;
+        HandlePair pair;
+        std::memcpy(&pair, h->bytes, sizeof(pair));
+        for (MPI_Request *r : {&pair.bulk, &pair.rest})
+            if (*r != MPI_REQUEST_NULL) {
+                MPI_Cancel(r);
+                MPI_Wait(r, MPI_STATUS_IGNORE);
+            }
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        return true;
+    }
+    void call_abandoned() override { abandoned_ = true; }
     void reserve(size_t operations, int) override {
         requests_.reserve(2 * operations);
         indices_.reserve(2 * operations);
@@ -117,6 +135,7 @@ class MpiTransport final : public Transport {
     uint32_t max_tag_;
     MPI_Datatype unit_;
     bool oversubscribed_;
+    bool abandoned_ = false;
 };
 
 // More ranks of this communicator on this node than the node has cores. (Ranks of other communicators are not counted:

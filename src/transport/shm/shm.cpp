@@ -144,6 +144,36 @@ Status SharedMemoryTransport::post_recv(void *buf, size_t bytes, int peer, uint3
     return LOOM_SUCCESS;
 }
 
+bool SharedMemoryTransport::withdraw(TransportHandle *h, bool receive) {
+    ShmOp *op = op_of(h);
+    if (op == kReleased) return true;
+    PeerState &ps = peers_[op->peer];
+    if (op->done) {
+        // Finished, not yet collected.
+    } else if (!receive) {
+        // A send partly in the ring (or handed over for a single copy) must finish.
+        if (op->header_written || op->moved) return false;
+        for (auto it = ps.sends.begin(); it != ps.sends.end(); ++it)
+            if (*it == op) {
+                ps.sends.erase(it);
+                break;
+            }
+    } else {
+        if (ps.in_op == op) return false;  // its message is arriving
+        for (auto it = ps.recvs.begin(); it != ps.recvs.end(); ++it)
+            if (*it == op) {
+                ps.recvs.erase(it);
+                break;
+            }
+        // Still arriving as an unexpected message: it stays there, unclaimed.
+        for (auto &u : ps.unexpected)
+            if (u->claimed == op) u->claimed = nullptr;
+    }
+    release_op(op);
+    set_op(h, kReleased);
+    return true;
+}
+
 // A poll moves every peer's messages, tested here or not; *moved says
 // whether a cell moved.
 Status SharedMemoryTransport::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {

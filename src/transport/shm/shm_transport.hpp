@@ -117,6 +117,7 @@ class SharedMemoryTransport final : public Transport {
                      TransportHandle *h) override;
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
+    bool withdraw(TransportHandle *h, bool receive) override;
 
   private:
     struct PlanPolicy {

@@ -105,6 +105,19 @@ void UcxTransport::cancel(Op &op) {
     op.pieces = 0;
 }
 
+bool UcxTransport::withdraw(TransportHandle *h, bool receive) {
+    if (!receive) return false;  // a send may be striped, answered, detached: it finishes as usual
+    const uint32_t index = op_index(h);
+    if (index == kNoOp || index >= ops_.size()) return true;
+    Op &op = ops_[index];
+    // Pieces that travel below, or an answer owed, belong to the failover
+    // protocol's exchange with the sender: those finish as usual.
+    if (op.moved || op.answered) return false;
+    cancel(op);
+    free_op(index);
+    return true;
+}
+
 void UcxTransport::free_op(uint32_t index) {
     ops_[index].pieces = 0;
     // Copies' room is kept for the next detached sends (fresh memory costs
