@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,6 +23,29 @@ struct HandlePair {
     MPI_Request rest;
 };
 static_assert(sizeof(HandlePair) <= sizeof(TransportHandle), "two MPI requests fit a transport handle");
+
+// Duplicates of communicators that abandoned a call (hang_abort): kept, so
+// that their contexts go to no later communicator, until MPI_Finalize frees
+// them (it deletes MPI_COMM_SELF's attributes first).
+std::mutex kept_mutex;
+std::vector<MPI_Comm> kept_communicators;
+int free_kept_communicators(MPI_Comm, int, void *, void *) {
+    std::lock_guard<std::mutex> lock(kept_mutex);
+    for (MPI_Comm &c : kept_communicators) MPI_Comm_free(&c);
+    kept_communicators.clear();
+    return MPI_SUCCESS;
+}
+void keep_until_finalize(MPI_Comm comm) {
+    std::lock_guard<std::mutex> lock(kept_mutex);
+    if (kept_communicators.empty()) {
+        int key = MPI_KEYVAL_INVALID;
+        if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_kept_communicators, &key, nullptr) == MPI_SUCCESS) {
+            MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
+            MPI_Comm_free_keyval(&key);  // the attribute keeps it to MPI_Finalize
+        }
+    }
+    kept_communicators.push_back(comm);
+}
 
 Status mpi_error(int rc, const char *what, int peer) {
     char text[MPI_MAX_ERROR_STRING];
@@ -42,7 +66,8 @@ class MpiTransport final : public Transport {
         if (!finalized) {
             // Freed, the context could carry a later communicator, whose
             // receives would then match what an abandoned call sent.
-            if (!abandoned_) MPI_Comm_free(&comm_);
+            if (abandoned_) keep_until_finalize(comm_);
+            else MPI_Comm_free(&comm_);
             MPI_Type_free(&unit_);
         }
     }
