@@ -112,16 +112,22 @@ int fake_test_many(void *, void *const *, size_t n, unsigned char *done) {
     return 0;
 }
 
-TEST(ExternalTransport, PassesLanesBothWaysAndChecksTheVersion) {
-    Calls calls;
+// Two ranks' worth of a caller's transport that logs into `calls`; version 0.
+loom_transport_t fake_ops(Calls *calls) {
     loom_transport_t ops{};
-    ops.context = &calls;
+    ops.context = calls;
     ops.rank = 0;
     ops.size = 2;
     ops.max_tag = 100;
     ops.isend = fake_isend;
     ops.irecv = fake_irecv;
     ops.test_many = fake_test_many;
+    return ops;
+}
+
+TEST(ExternalTransport, PassesLanesBothWaysAndChecksTheVersion) {
+    Calls calls;
+    loom_transport_t ops = fake_ops(&calls);
     std::unique_ptr<Transport> t;
     EXPECT_EQ(make_external_transport(ops, &t), LOOM_ERR_INVALID_ARGUMENT);  // version 0: the first layout
     EXPECT_NE(std::string(last_error_message()).find("set it to LOOM_TRANSPORT_VERSION (3)"), std::string::npos)
@@ -147,13 +153,7 @@ int fake_withdraw(void *context, void *, int receive) {
 // field) is still accepted and withdraws nothing.
 TEST(ExternalTransport, WithdrawsThroughVersionThreeOnly) {
     Calls calls;
-    loom_transport_t ops{};
-    ops.context = &calls;
-    ops.size = 2;
-    ops.max_tag = 100;
-    ops.isend = fake_isend;
-    ops.irecv = fake_irecv;
-    ops.test_many = fake_test_many;
+    loom_transport_t ops = fake_ops(&calls);
     ops.withdraw = fake_withdraw;
     char buf[8];
     for (int version : {2, LOOM_TRANSPORT_VERSION}) {
