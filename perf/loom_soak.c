@@ -252,7 +252,8 @@ static void check(struct call *c, uint64_t id) {
              (long long)n, (long long)where, (long long)got, (long long)want);
 }
 
-static int start_call(struct call *c, int persistent_init) {
+/* Makes the call: blocking, started (nonblocking), or initialized (persistent). */
+static int start_call(struct call *c) {
     const void *in = c->in_place ? LOOM_IN_PLACE : c->send;
     const loom_datatype_t t = types[c->type];
     const loom_op_t o = ops[c->op];
@@ -266,8 +267,7 @@ static int start_call(struct call *c, int persistent_init) {
             default: return loom_alltoall(in, c->recv, c->count, t, comm);
         }
     }
-    if (c->mode == 1 || !persistent_init) {
-        if (c->mode == 2) return loom_start(c->req);
+    if (c->mode == 1) {
         switch (c->coll) {
             case 0: return loom_iallreduce(in, c->recv, c->count, t, o, comm, &c->req);
             case 1: return loom_ireduce_scatter(in, c->recv, c->counts, t, o, comm, &c->req);
@@ -436,7 +436,7 @@ int main(int argc, char **argv) {
             }
         }
         fill(c, c->id);
-        int rc = start_call(c, 1);
+        int rc = start_call(c);
         /* Forced for this call only (a persistent request keeps its plan). */
         if (strcmp(c->algorithm, "auto")) loom_comm_set_param(c->s->comm, param, "auto");
         if (c->mode == 2 && rc == LOOM_SUCCESS) {

@@ -2,7 +2,8 @@
 # libloom against a second MPI: configures and builds it in build-mpich/
 # with Debian's MPICH (--with-mpi=/usr/bin/mpicc.mpich; Open MPI stays the
 # default mpicc), then runs the C API's MPI tests (tests/mpi/run_mpi_tests.sh,
-# those whose outcome can depend on the MPI) under MPICH's mpiexec. coll/loom is Open MPI's and is not built here.
+# those whose outcome can depend on the MPI) under MPICH's mpiexec. coll/loom
+# is Open MPI's and is not built here.
 # Skips (77) with the reason where MPICH is not installed
 # (sh scripts/install-deps.sh --mpich). Run by CI after the test suite.
 set -eu

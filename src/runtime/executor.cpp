@@ -79,13 +79,12 @@ void Execution::pending_peers(std::vector<int> *receives_from, std::vector<int> 
     }
 }
 
-size_t Execution::withdraw() {
+void Execution::withdraw() {
     size_t kept = 0;
     for (Active &a : active_)
         if (!transport_.withdraw(&a.handle, program_->steps[a.id].kind == StepKind::recv)) active_[kept++] = a;
     active_.resize(kept);
     ready_.clear();
-    return kept;
 }
 
 void Execution::release(StepId id) {

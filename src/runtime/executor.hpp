@@ -46,9 +46,9 @@ class Execution {
     // posted receives and sends, each once, in rank order.
     void pending_peers(std::vector<int> *receives_from, std::vector<int> *sends_to) const;
     // The call was abandoned (hang_abort): takes back every posted send and
-    // receive the transports can withdraw; returns how many they could not
-    // (already moving: those finish by themselves, untested).
-    size_t withdraw();
+    // receive the transports can withdraw; those they cannot (already
+    // moving) finish by themselves, untested.
+    void withdraw();
 
   private:
     Status run_ready();

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
