@@ -139,6 +139,7 @@ typedef struct mca_coll_loom_module_t {
     int rails;
     enum coll_loom_state state;
     bool previous_saved;
+    bool context_kept; /* mca_coll_loom_keep_context */
     coll_loom_previous_t previous;
 } mca_coll_loom_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
@@ -175,6 +176,27 @@ static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
      * MPI_T_finalize came before this communicator's next call. */
     if (m->applied && (ompi_mpit_init_count || !(++m->calls_unsynced & 63))) mca_coll_loom_sync_params(m);
     return true;
+}
+
+/* A libloom call that failed where the module below cannot take it over,
+ * because its peers wait inside Loom: the MPI error class it returns
+ * (abandoned under hang_abort; ranks that called it with different
+ * arguments, as Open MPI's own receive reports). 0: the module below may
+ * take the call. */
+static inline int mca_coll_loom_error_class(int rc) {
+    if (rc == LOOM_ERR_TIMEOUT) return MPI_ERR_OTHER;
+    if (rc == LOOM_ERR_MISMATCH) return MPI_ERR_TRUNCATE;
+    return 0;
+}
+
+/* After such an error the communicator keeps its context id until
+ * MPI_Finalize (one extra reference, which Open MPI releases there): the
+ * failed call's messages and revoke notices still in flight would
+ * otherwise match the calls of a later communicator given the same id. */
+static inline void mca_coll_loom_keep_context(mca_coll_loom_module_t *m) {
+    if (m->context_kept) return;
+    m->context_kept = true;
+    OBJ_RETAIN(m->comm);
 }
 
 /* "allreduce", "reduce_scatter", ...: libloom's and the statistics' names. */

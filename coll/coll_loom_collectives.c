@@ -87,14 +87,17 @@ static size_t type_size(mca_coll_loom_module_t *m, loom_datatype_t t) {
 }
 
 /* Records a finished Loom call (1), or reports libloom's refusal (0: the
- * module below takes the call). A call abandoned under hang_abort (-1) is
- * an error on every rank that waited: the ranks it waited for are not in
- * the call, so the module below would wait for them too. */
+ * module below takes the call), or an error no module can recover from
+ * (minus its MPI error class): a call abandoned under hang_abort, whose
+ * missing ranks the module below would wait for too, or one whose ranks
+ * disagree, which the others have already failed in Loom. */
 static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
-    if (rc == LOOM_ERR_TIMEOUT) {
+    const int error_class = mca_coll_loom_error_class(rc);
+    if (error_class) {
+        mca_coll_loom_keep_context(m);
         fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,
                 loom_last_error());
-        return -1;
+        return -error_class;
     }
     if (rc != LOOM_SUCCESS) {
         if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
@@ -129,6 +132,19 @@ static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int
 #define COLL_LOOM_LOP_REDUCE lop
 #define COLL_LOOM_LOP_REDUCE_V lop
 #define COLL_LOOM_LOP_MOVE LOOM_SUM
+
+/* A null buffer where the call has elements to read or write: an error
+ * (MPI_ERR_BUFFER), not a call for the module below, which would crash on
+ * it. The types are predefined here, so MPI_BOTTOM cannot be meant. */
+static bool null_buffer_v(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_communicator_t *comm) {
+    if (sbuf && rbuf) return false;
+    int64_t total = 0;
+    for (int i = 0; i < ompi_comm_size(comm); ++i) total += rcounts[i];
+    return total > 0 && (!sbuf || rcounts[ompi_comm_rank(comm)] > 0);
+}
+#define COLL_LOOM_NULL_REDUCE (count > 0 && (!sbuf || !rbuf))
+#define COLL_LOOM_NULL_REDUCE_V null_buffer_v(sbuf, rbuf, rcounts, comm)
+#define COLL_LOOM_NULL_MOVE ((!rbuf && rcount > 0) || (!sbuf && scount > 0))
 
 /* A request's count and counts (mca_coll_loom_request_start_nonblocking). */
 #define COLL_LOOM_COUNTS_REDUCE count, NULL
@@ -181,11 +197,12 @@ static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int
         loom_datatype_t type;                                                                         \
         COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;       \
         if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                     \
+            if (COLL_LOOM_NULL_##shape) return MPI_ERR_BUFFER;                                        \
             int rc;                                                                                   \
             size_t bytes;                                                                             \
             COLL_LOOM_RUN_##shape(name, COLL_LOOM_SEND(in_place), COLL_LOOM_RANKS_##ranks);           \
             const int outcome = loom_done(m, COLL_LOOM_##NAME, rc, bytes);                            \
-            if (outcome != 0) return outcome > 0 ? MPI_SUCCESS : MPI_ERR_OTHER;                       \
+            if (outcome != 0) return outcome > 0 ? MPI_SUCCESS : -outcome;                            \
         } else {                                                                                      \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                      \
         }                                                                                             \
@@ -206,11 +223,12 @@ static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int
         loom_datatype_t type;                                                                                  \
         COLL_LOOM_LOP_DECL_##shape enum coll_loom_fallback why = COLL_LOOM_FALLBACK_NOT_SET_UP;                \
         if (mca_coll_loom_usable(m) && COLL_LOOM_CHECK_##shape) {                                              \
+            if (COLL_LOOM_NULL_##shape) return MPI_ERR_BUFFER;                                                 \
             const int started = mca_coll_loom_request_start_nonblocking(                                       \
                 m, COLL_LOOM_##NAME, COLL_LOOM_SEND(in_place), rbuf, COLL_LOOM_COUNTS_##shape, type,           \
                 COLL_LOOM_LOP_##shape, persistent, request);                                                   \
             if (started == OMPI_SUCCESS) return MPI_SUCCESS;                                                   \
-            if (started == MPI_ERR_OTHER) return MPI_ERR_OTHER; /* abandoned under hang_abort */               \
+            if (started == MPI_ERR_OTHER || started == MPI_ERR_TRUNCATE) return started; /* loom_done's */   \
         } else {                                                                                               \
             mca_coll_loom_count_fallback(COLL_LOOM_##NAME, why);                                               \
         }                                                                                                      \

@@ -26,6 +26,7 @@ static void module_construct(mca_coll_loom_module_t *m) {
     m->rails = 1;
     m->state = COLL_LOOM_PENDING;
     m->previous_saved = false;
+    m->context_kept = false;
     memset(&m->previous, 0, sizeof(m->previous));
 }
 

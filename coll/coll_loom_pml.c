@@ -40,7 +40,7 @@ static int pml_irecv(void *context, void *buf, size_t bytes, int peer, uint32_t 
 }
 
 /* Marks and releases completed requests; returns how many completed, or -1
- * after an error. */
+ * after an error (-2: a message larger than its receive). */
 static int sweep(void *const *handles, size_t n, unsigned char *done) {
     int completed = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -50,7 +50,7 @@ static int sweep(void *const *handles, size_t n, unsigned char *done) {
         ompi_request_free(&req);
         done[i] = 1;
         ++completed;
-        if (error != MPI_SUCCESS) return -1;
+        if (error != MPI_SUCCESS) return error == MPI_ERR_TRUNCATE ? -2 : -1;
     }
     return completed;
 }
@@ -59,13 +59,14 @@ static int pml_test_many(void *context, void *const *handles, size_t n, unsigned
     (void)context;
     for (size_t i = 0; i < n; ++i) done[i] = 0;
     int completed = sweep(handles, n, done);
-    if (completed < 0) return 1;
+    if (completed < 0) return completed == -2 ? LOOM_ERR_MISMATCH : 1;
     /* Nothing finished: let Open MPI move data (it yields the core itself
      * when oversubscribed), then look again. Not from inside our own
      * progress callback: opal_progress is not re-entrant. */
     if (completed == 0 && !mca_coll_loom_in_progress_callback()) {
         opal_progress();
-        if (sweep(handles, n, done) < 0) return 1;
+        completed = sweep(handles, n, done);
+        if (completed < 0) return completed == -2 ? LOOM_ERR_MISMATCH : 1;
     }
     return 0;
 }
@@ -81,6 +82,26 @@ static int pml_withdraw(void *context, void *handle, int receive) {
     return 1;
 }
 
+/* Revoke notices ride the tag above every plan's (t.max_tag below). An
+ * eager send of 8 bytes completes at once, so the value needs no storage. */
+#define LOOM_NOTICE_TAG pml_tag(LOOM_TAG_COUNT - 1)
+static int pml_notify(void *context, int peer, uint64_t value) {
+    return MCA_PML_CALL(send(&value, sizeof value, &ompi_mpi_byte.dt, peer, LOOM_NOTICE_TAG,
+                             MCA_PML_BASE_SEND_STANDARD, (ompi_communicator_t *)context));
+}
+
+static int pml_probe(void *context, int *peer, uint64_t *value) {
+    int flag = 0;
+    ompi_status_public_t status;
+    if (MCA_PML_CALL(iprobe(MPI_ANY_SOURCE, LOOM_NOTICE_TAG, (ompi_communicator_t *)context, &flag, &status)) !=
+            OMPI_SUCCESS ||
+        !flag)
+        return 0;
+    *peer = status.MPI_SOURCE;
+    return MCA_PML_CALL(recv(value, sizeof *value, &ompi_mpi_byte.dt, status.MPI_SOURCE, LOOM_NOTICE_TAG,
+                             (ompi_communicator_t *)context, MPI_STATUS_IGNORE)) == OMPI_SUCCESS;
+}
+
 int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) {
     loom_transport_t t;
     t.version = LOOM_TRANSPORT_VERSION;
@@ -88,10 +109,12 @@ int mca_coll_loom_create_loom_comm(ompi_communicator_t *comm, loom_comm_t *out) 
     t.context = comm;
     t.rank = ompi_comm_rank(comm);
     t.size = ompi_comm_size(comm);
-    t.max_tag = LOOM_TAG_COUNT - 1;
+    t.max_tag = LOOM_TAG_COUNT - 2; /* the last one carries revoke notices */
     t.isend = pml_isend;
     t.irecv = pml_irecv;
     t.test_many = pml_test_many;
     t.withdraw = pml_withdraw;
+    t.notify = pml_notify;
+    t.probe = pml_probe;
     return loom_comm_create_with_transport(&t, out);
 }

@@ -57,8 +57,9 @@ static int loom_progress(void) {
         }
         r->running = NULL;
         active[i] = active[--active_count];
-        r->super.req_status.MPI_ERROR =
-            rc == LOOM_SUCCESS ? MPI_SUCCESS : rc == LOOM_ERR_TIMEOUT ? MPI_ERR_OTHER : MPI_ERR_INTERN;
+        const int error_class = mca_coll_loom_error_class(rc);
+        if (error_class) mca_coll_loom_keep_context(r->module);
+        r->super.req_status.MPI_ERROR = rc == LOOM_SUCCESS ? MPI_SUCCESS : error_class ? error_class : MPI_ERR_INTERN;
         r->super.req_status._cancelled = 0;
         ompi_request_complete(&r->super, true);
         ++completed;
@@ -154,7 +155,9 @@ static int request_start(size_t count, ompi_request_t **requests) {
         int rc = start_one(r);
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: MPI_Start: %s\n", loom_last_error());
-            return MPI_ERR_INTERN;
+            const int error_class = mca_coll_loom_error_class(rc);
+            if (error_class) mca_coll_loom_keep_context(r->module);
+            return error_class ? error_class : MPI_ERR_INTERN;
         }
     }
     return OMPI_SUCCESS;
@@ -223,19 +226,20 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
         rc = start_one(r);
     }
     if (rc != LOOM_SUCCESS) {
-        /* A communicator abandoned under hang_abort: the call is an error
-         * (its peers are not in the module below either). */
-        const bool abandoned = rc == LOOM_ERR_TIMEOUT;
-        if (abandoned)
+        /* A communicator abandoned under hang_abort or revoked: the call is
+         * an error (its peers are not in the module below either). */
+        const int error_class = mca_coll_loom_error_class(rc);
+        if (error_class) mca_coll_loom_keep_context(m);
+        if (error_class)
             fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,
                     loom_last_error());
         else if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
             fprintf(stderr, "coll/loom: %s (handing the call to the previous module)\n", loom_last_error());
-        if (!abandoned) mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
+        if (!error_class) mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
         free(r->counts);
         OMPI_REQUEST_FINI(&r->super);
         OBJ_RELEASE(r);
-        return abandoned ? MPI_ERR_OTHER : OMPI_ERROR;
+        return error_class ? error_class : OMPI_ERROR;
     }
     /* MPI lets a program free the communicator while the call is pending:
      * the request holds it until freed, so that Open MPI keeps its context

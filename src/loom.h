@@ -36,7 +36,9 @@ typedef enum {
     LOOM_ERR_TRANSPORT = 9, /* the underlying MPI call failed */
     LOOM_ERR_NO_MEMORY = 10,
     LOOM_ERR_INTERNAL = 11,
-    LOOM_ERR_TIMEOUT = 12 /* a collective waited hang_timeout seconds with hang_abort set */
+    LOOM_ERR_TIMEOUT = 12, /* a collective waited hang_timeout seconds with hang_abort set */
+    LOOM_ERR_MISMATCH = 13 /* the ranks called one collective with different counts, types or ops;
+                              the communicator is revoked: every later collective on it fails */
 } loom_status_t;
 
 /* Element types: every predefined MPI basic type, plus fp16 and bf16. */
@@ -132,7 +134,8 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
  * progress engine once (Loom calls it so when it polls shared memory and
  * has nothing else to wait for). Messages between a pair with one tag must
  * match in posting order (MPI's rule). */
-#define LOOM_TRANSPORT_VERSION 3 /* 2: version and name fields; isend and irecv take a lane; 3: withdraw */
+#define LOOM_TRANSPORT_VERSION 4 /* 2: version and name fields; isend and irecv take a lane; 3: withdraw; \
+                                    4: notify and probe */
 typedef struct loom_transport {
     int version;      /* LOOM_TRANSPORT_VERSION; any other value is refused with the reason */
     const char *name; /* what counters call it ("pml"; kept, not copied); NULL: "external" */
@@ -143,11 +146,20 @@ typedef struct loom_transport {
      * has one); both sides of a message see the same lane. */
     int (*isend)(void *context, const void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
     int (*irecv)(void *context, void *buf, size_t bytes, int peer, uint32_t tag, int lane, void **handle);
+    /* Returns LOOM_ERR_MISMATCH when a message was larger than its receive
+     * (the ranks' calls differ), another nonzero value on other errors. */
     int (*test_many)(void *context, void *const *handles, size_t n, unsigned char *done);
     /* Version 3, may be NULL: takes back a posted operation of a call
      * abandoned under hang_abort so its buffer is no longer touched; returns
      * 1 when withdrawn (the handle released), 0 when it finishes by itself. */
     int (*withdraw)(void *context, void *handle, int receive);
+    /* Version 4, may be NULL (both or neither): a revoke notice when ranks
+     * called a collective with different arguments. notify sends one
+     * integer to `peer` on a channel no plan's message uses (above max_tag);
+     * probe takes one that has arrived, returning 1 with its sender and
+     * value, or returns 0. */
+    int (*notify)(void *context, int peer, uint64_t value);
+    int (*probe)(void *context, int *peer, uint64_t *value);
 } loom_transport_t;
 /* Creates a communicator over `transport` (copied; its context must outlive
  * the communicator). No communication. */

@@ -28,6 +28,7 @@ extern "C" const char *loom_strerror(int status) {
         case LOOM_ERR_TRANSPORT: return "transport (MPI) error";
         case LOOM_ERR_NO_MEMORY: return "out of memory";
         case LOOM_ERR_TIMEOUT: return "collective timed out (hang_timeout, hang_abort)";
+        case LOOM_ERR_MISMATCH: return "ranks called the collective with different arguments (communicator revoked)";
         case LOOM_ERR_INTERNAL: return "internal error";
         default: return "unknown status code";
     }

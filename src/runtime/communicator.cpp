@@ -169,15 +169,28 @@ Status Request::advance_node_slots() {
     if (exchanging_) {
         bool complete = false;
         if (error_ == LOOM_SUCCESS) error_ = execution_->progress(&complete);
-        if (error_ != LOOM_SUCCESS) error_message_ = last_error_message();
-        else if (!complete) return LOOM_SUCCESS;
+        if (error_ != LOOM_SUCCESS) {
+            error_message_ = last_error_message();
+            execution_->withdraw();
+            if (error_ == LOOM_ERR_MISMATCH) mismatched();  // before the node's ranks read the outcome
+        } else if (!complete) {
+            return LOOM_SUCCESS;
+        }
         // The node's other ranks learn the outcome from the leader's slot.
         node_slot_.finish_exchange(error_ == LOOM_SUCCESS, &finished);
         exchanging_ = false;
         if (node_slot_.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
     } else if (node_slot_.failed() && error_ == LOOM_SUCCESS) {
-        error_ = LOOM_ERR_TRANSPORT;  // result() reports it to the caller
-        error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
+        // result() reports it to the caller; a leader's revoke is published before the outcome.
+        std::string why;
+        if (comm_->revoked_by_peer(call_number_, &why)) {
+            comm_->revoke(call_number_, why, false);
+            error_ = LOOM_ERR_MISMATCH;
+            error_message_ = comm_->revoked_;
+        } else {
+            error_ = LOOM_ERR_TRANSPORT;
+            error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
+        }
     }
     finished_ = true;
     erase_one(comm_->active_, this);
@@ -194,8 +207,9 @@ Status Request::advance() {
             erase_one(comm_->active_, this);
             if (traced_) comm_->trace_end(*this);
             if (slot_.failed()) {
-                error_ = LOOM_ERR_INVALID_ARGUMENT;
+                error_ = LOOM_ERR_MISMATCH;
                 error_message_ = slot_mismatch(args_, comm_->rank(), slot_.mismatched_rank());
+                mismatched();
                 return error_;
             }
         }
@@ -204,7 +218,11 @@ Status Request::advance() {
     bool complete = false;
     error_ = execution_->progress(&complete);
     finished_ = complete || error_ != LOOM_SUCCESS;
-    if (error_ != LOOM_SUCCESS) error_message_ = last_error_message();
+    if (error_ != LOOM_SUCCESS) {
+        error_message_ = last_error_message();
+        execution_->withdraw();
+        if (error_ == LOOM_ERR_MISMATCH) mismatched();
+    }
     if (finished_) {
         erase_one(comm_->active_, this);
         if (traced_) comm_->trace_end(*this);
@@ -221,6 +239,23 @@ bool Request::running() {
 
 Status Request::result() const { return error_ == LOOM_SUCCESS ? LOOM_SUCCESS : fail(error_, error_message_); }
 
+void Request::end_with(Status error, std::string message) {
+    error_ = error;
+    error_message_ = std::move(message);
+    if (execution_) execution_->withdraw();
+    finished_ = true;
+    erase_one(comm_->active_, this);
+    if (traced_) comm_->trace_end(*this);
+}
+
+void Request::mismatched() {
+    char head[96];
+    std::snprintf(head, sizeof head, "%s #%llu on rank %d: ", collective_name(collective_),
+                  static_cast<unsigned long long>(call_number_), comm_->rank());
+    comm_->revoke(call_number_, head + error_message_, true);
+    error_message_ = comm_->revoked_;
+}
+
 Status Request::test(bool *done) {
     if (!comm_) {  // its communicator was freed: finished or abandoned then
         *done = true;
@@ -230,6 +265,10 @@ Status Request::test(bool *done) {
     // What the progress thread left to the caller's thread (the rails'
     // failover answers, which go through the PML).
     LOOM_RETURN_IF_ERROR(comm_->transport().caller_turn());
+    if (comm_->untold_revoke_) {
+        comm_->transport().revoke(comm_->untold_revoke_);
+        comm_->untold_revoke_ = 0;
+    }
     if (!finished_) {
         if (comm_->active_.size() == 1 && comm_->active_[0] == this && !comm_->progressing_) {
             advance();  // the only request: skip the walk over the others
@@ -245,14 +284,13 @@ Status Request::test(bool *done) {
     if (!finished_ && hang_.due([this] { return comm_->hang_timeout_ns(); })) {
         const Communicator::Waiting w{collective_, count_, elem_size_, algorithm_, call_number_, hang_.waited_s()};
         const Status st = comm_->report_hang(w, this, nullptr);
-        if (st != LOOM_SUCCESS) {  // hang_abort: the call ends here with the report
-            error_ = st;
-            error_message_ = last_error_message();
-            if (execution_) execution_->withdraw();
-            finished_ = true;
-            erase_one(comm_->active_, this);
-            if (traced_) comm_->trace_end(*this);
-        }
+        if (st != LOOM_SUCCESS) end_with(st, last_error_message());  // hang_abort: the call ends here with the report
+    }
+    std::string why;
+    if (!finished_ && ++revoke_looks_ % Communicator::kLooksPerRevokeCheck == 0 &&
+        comm_->revoked_by_peer(call_number_, &why)) {
+        comm_->revoke(call_number_, why, false);
+        end_with(LOOM_ERR_MISMATCH, comm_->revoked_);
     }
     *done = finished_;
     // Now and then the other communicators' calls too, as MPI_Test would:
@@ -366,6 +404,30 @@ Status Communicator::report_hang(const Waiting &w, const Request *req, const Slo
     return fail(LOOM_ERR_TIMEOUT, abandoned_);
 }
 
+void Communicator::revoke(uint64_t call, const std::string &why, bool tell_peers) {
+    if (revoked_.empty())
+        revoked_ = why + "; the communicator is revoked: every later collective on it fails (free it)";
+    router_->call_abandoned();  // messages of the mismatched call may never be received
+    if (!tell_peers) return;
+    router_->revoke(call);
+    if (t_on_progress_thread) untold_revoke_ = call;  // transports that enter MPI are told from the caller's thread
+}
+
+bool Communicator::revoked_by_peer(uint64_t call, std::string *why) {
+    uint64_t revoked = 0;
+    int peer = -1;
+    if (!router_->revoked_by_peer(&revoked, &peer) || revoked > call) return false;
+    *why = "rank " + std::to_string(peer) + " found that the ranks called collective #" + std::to_string(revoked) +
+           " with different arguments (count, type or op)";
+    return true;
+}
+
+Status Communicator::closed() const {
+    if (!abandoned_.empty()) return fail(LOOM_ERR_TIMEOUT, abandoned_);
+    if (!revoked_.empty()) return fail(LOOM_ERR_MISMATCH, revoked_);
+    return LOOM_SUCCESS;
+}
+
 std::string Communicator::state() const {
     std::string text;
     for (const Request *r : active_) {
@@ -374,6 +436,7 @@ std::string Communicator::state() const {
         text += (text.empty() ? "" : "\n") + describe_wait(w, r, nullptr, nullptr);
     }
     if (!abandoned_.empty()) text += (text.empty() ? "" : "\n") + abandoned_;
+    if (!revoked_.empty()) text += (text.empty() ? "" : "\n") + revoked_;
     return text.empty() ? "idle" : text;
 }
 
@@ -825,7 +888,7 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
 Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature) {
     if (size_ > 1 && (!slots_ || slots_->size() != size_))
         return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
-    if (!abandoned_.empty()) return fail(LOOM_ERR_TIMEOUT, abandoned_);
+    LOOM_RETURN_IF_ERROR(closed());
     const uint64_t call_number = enter_call();
     SlotCall slot;
     slot.begin(slots_.get(), slots_ ? ++slots_started_ : 0, args, call.sendbuf, call.recvbuf, reduce, signature);
@@ -836,6 +899,11 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
                             watch.waited_s()};
             LOOM_RETURN_IF_ERROR(report_hang(w, nullptr, &slot));
         }
+        std::string why;
+        if (polls % kLooksPerRevokeCheck == kLooksPerRevokeCheck - 1 && revoked_by_peer(call_number, &why)) {
+            revoke(call_number, why, false);
+            return fail(LOOM_ERR_MISMATCH, revoked_);
+        }
         if (!active_.empty()) {
             Status st = progress_all();  // earlier nonblocking calls, ours among them
             (void)st;                    // their errors are theirs
@@ -844,7 +912,13 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
         if (polls % Request::kTestsPerWalk == Request::kTestsPerWalk - 1) progress_other_communicators(this);
         wait_for_slots(polls);
     }
-    if (slot.failed()) return fail(LOOM_ERR_INVALID_ARGUMENT, slot_mismatch(args, rank_, slot.mismatched_rank()));
+    if (slot.failed()) {
+        char head[96];
+        std::snprintf(head, sizeof head, "%s #%llu on rank %d: ", collective_name(args.collective),
+                      static_cast<unsigned long long>(call_number), rank_);
+        revoke(call_number, head + slot_mismatch(args, rank_, slot.mismatched_rank()), true);
+        return fail(LOOM_ERR_MISMATCH, revoked_);
+    }
     return LOOM_SUCCESS;
 }
 
@@ -914,7 +988,7 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
                             bool blocking) {
     const CachedPlan *plan = &planned;
-    if (!abandoned_.empty()) return fail(LOOM_ERR_TIMEOUT, abandoned_);
+    LOOM_RETURN_IF_ERROR(closed());
     started_any_ = true;
     last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
     req.call_number_ = enter_call();

@@ -87,8 +87,15 @@ class Request {
         slot_call_ = slot_call;
         node_slot_call_ = node_slot_call;
         hang_.reset();
+        revoke_looks_ = 0;
     }
     Status result() const;  // error_ and its message, in the calling thread's last error
+    // Ends the call with `error`: its posted operations are withdrawn, so
+    // that nothing lands in the caller's buffers after it has returned.
+    void end_with(Status error, std::string message);
+    // A plan or slots that found the ranks' calls differ (LOOM_ERR_MISMATCH):
+    // the communicator is revoked and the peers told.
+    void mismatched();
     // test(), and so wait(), progresses the other communicators every
     // kTestsPerWalk looks that find this request unfinished.
     static constexpr uint32_t kTestsPerWalk = 64;
@@ -134,6 +141,7 @@ class Request {
     size_t count_ = 0, elem_size_ = 0;
     const char *algorithm_ = "";
     HangWatch hang_;
+    uint32_t revoke_looks_ = 0;  // looks since the peers' revokes were last read
     bool finished_ = false;
     Status error_ = LOOM_SUCCESS;
 };
@@ -465,6 +473,19 @@ class Communicator {
         return calls_entered_;
     }
     std::string abandoned_;
+    // Calls whose ranks disagree (LOOM_ERR_MISMATCH): the communicator is
+    // revoked, as ULFM revokes one. The rank that finds it tells its peers
+    // through the transports; ranks waiting in that call or a later one read
+    // it every kLooksPerRevokeCheck looks and fail too. Every later call
+    // fails with `revoked_`.
+    std::string revoked_;
+    uint64_t untold_revoke_ = 0;  // found on the progress thread: the caller's next test tells the peers
+    static constexpr uint32_t kLooksPerRevokeCheck = 256;
+    void revoke(uint64_t call, const std::string &why, bool tell_peers);
+    // Whether a peer revoked collective `call` or an earlier one; *why then names it.
+    bool revoked_by_peer(uint64_t call, std::string *why);
+    // The error of a call on an abandoned or revoked communicator (LOOM_SUCCESS: neither).
+    Status closed() const;
     uint64_t hang_timeout_ns() const { return static_cast<uint64_t>(config_.integer(kParamHangTimeout)) * 1000000000ULL; }
     // One call's wait as text; *missing: the ranks it names as missing (this
     // node's that have not entered it, else those it waits for).

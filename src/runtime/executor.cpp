@@ -186,10 +186,17 @@ Status Execution::progress(bool *done) {
         handles_.clear();
         for (Active &a : active_) handles_.push_back(&a.handle);
         done_flags_.resize(active_.size());
-        LOOM_RETURN_IF_ERROR(transport_.test_many(handles_.data(), handles_.size(), done_flags_.data(), nullptr));
-        // Retire completed operations, keeping the others in posting order.
+        const Status tested = transport_.test_many(handles_.data(), handles_.size(), done_flags_.data(), nullptr);
         size_t kept = 0;
         const size_t n = active_.size();
+        if (tested != LOOM_SUCCESS) {
+            // The transport released what it reported done: only the others can be withdrawn.
+            for (size_t i = 0; i < n; ++i)
+                if (!done_flags_[i]) active_[kept++] = active_[i];
+            active_.resize(kept);
+            return tested;
+        }
+        // Retire completed operations, keeping the others in posting order.
         for (size_t i = 0; i < n; ++i) {
             if (!done_flags_[i]) {
                 active_[kept++] = active_[i];

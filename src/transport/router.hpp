@@ -42,6 +42,22 @@ class Router final : public Transport {
     void call_abandoned() override {
         for (Entry &e : transports_) e.transport->call_abandoned();
     }
+    void revoke(uint64_t call) override {
+        for (Entry &e : transports_) e.transport->revoke(call);
+    }
+    bool revoked_by_peer(uint64_t *call, int *peer) override {
+        bool any = false;
+        for (Entry &e : transports_) {
+            uint64_t c = 0;
+            int p = -1;
+            if (e.transport->revoked_by_peer(&c, &p) && (!any || c < *call)) {
+                *call = c;
+                *peer = p;
+                any = true;
+            }
+        }
+        return any;
+    }
     void reserve(size_t operations, int lanes) override;
     bool drives_progress_engine() const override;
     bool oversubscribed() const override { return oversubscribed_; }

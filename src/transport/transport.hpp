@@ -26,7 +26,7 @@ struct CollArgs;
 // transport that carries the operation; `carrier` is the router's index of
 // that transport.
 struct TransportHandle {
-    alignas(8) unsigned char bytes[16];
+    alignas(8) unsigned char bytes[24];
     uint32_t carrier = 0;
 };
 
@@ -163,6 +163,15 @@ class Transport {
     // communicator could reuse (an MPI communicator's context) keeps it.
     virtual bool withdraw(TransportHandle *h, bool receive) { return false; }
     virtual void call_abandoned() {}
+
+    // A call whose ranks disagree (a message larger than its receive, or
+    // shared slots that differ) is revoked, as ULFM revokes a
+    // communicator: revoke(call) tells the peers this transport reaches
+    // that this rank found collective `call` mismatched; revoked_by_peer
+    // gives the earliest such call a peer has told this rank of, and that
+    // peer, so that ranks still waiting in it or a later call fail too.
+    virtual void revoke(uint64_t call) {}
+    virtual bool revoked_by_peer(uint64_t *call, int *peer) { return false; }
 
     // Counts of its own worth showing beside the router's per-lane
     // messages and bytes ("single_copy_sends" ...).

@@ -447,6 +447,21 @@ if ! grep -q "^coll/loom: allreduce on .*waiting for ranks 2:" "$log"; then
     echo "FAIL: coll/loom's hang_abort message does not name the rank that skipped the call"
     status=1
 fi
+# Ranks whose MPI_Allreduce, MPI_Alltoall or MPI_Iallreduce arguments differ
+# all get MPI_ERR_TRUNCATE from coll/loom (none hands the call to the module
+# below, where its peers are not); under MPI_ERRORS_ARE_FATAL the job ends.
+check_program 3 test_mismatch " .* 0 failures$" "" -- -s -m
+if timeout 120 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 "$build/tests/mpi/test_mismatch" -m -f >"$log" 2>&1; then
+    echo "FAIL: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL did not end the job"
+    status=1
+elif ! grep -q "MPI_ERR_TRUNCATE" "$log"; then
+    echo "FAIL: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL: no MPI_ERR_TRUNCATE"
+    tail -5 "$log"
+    status=1
+else
+    echo "PASS: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL ends the job with MPI_ERR_TRUNCATE"
+fi
 # Persistent collectives through libloom's API and MPI_Start via coll/loom:
 # every result right and no allocation by Loom in any start (nor by the
 # progress thread, where it is on).

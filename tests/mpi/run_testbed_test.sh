@@ -135,6 +135,30 @@ for forced in "hier_split hierarchical hierarchical node_aggregation" "hier_lead
         status=1
     fi
 done
+# Faults across the nodes: the last rank skips an MPI_Allreduce (under
+# hang_abort every other rank's call fails, its node-mate naming it), and
+# ranks call one collective with different counts or types (every rank
+# fails on it or, having finished first, on the next: revoke notices).
+component="--mca mca_base_component_path $LOOM_BUILD/coll/component-path:$ompi_dir --mca coll_loom_priority 100"
+hung=$(timeout 300 sh "$testbed" run -np 4 --map-by node $component $rails_args --mca coll_loom_hang_timeout 1 \
+    --mca coll_loom_hang_abort 1 "$LOOM_BUILD/tests/mpi/test_hang_report" -m 2>&1)
+if echo "$hung" | grep -q "^test_hang_report np=4: .* 0 failures$" &&
+    echo "$hung" | grep -q "^coll/loom: allreduce on .*waiting for ranks 3:"; then
+    echo "PASS: a rank that skips a collective across the testbed is named by its node-mate"
+else
+    echo "FAIL: test_hang_report across the testbed"
+    echo "$hung" | tail -15
+    status=1
+fi
+mismatched=$(timeout 300 sh "$testbed" run -np 4 --map-by node $component $rails_args \
+    "$LOOM_BUILD/tests/mpi/test_mismatch" -m 2>&1)
+if echo "$mismatched" | grep -q "^test_mismatch np=4: .* 0 failures$"; then
+    echo "PASS: $(echo "$mismatched" | grep "^test_mismatch np=4:") (across the testbed)"
+else
+    echo "FAIL: test_mismatch across the testbed"
+    echo "$mismatched" | grep -v "^coll/loom" | tail -15
+    status=1
+fi
 # rail-down / rail-up act on both ends of one rail, and only on it.
 link_state() { ip -n "$1" -br link show "$2" 2>/dev/null | awk '{print $2}'; }
 sh "$testbed" rail-down 1 1 >/dev/null

@@ -266,10 +266,23 @@ TEST(SharedMemoryTransport, ReportsATruncatedReceive) {
     // 20 bytes for a 30-byte message must fail, not overrun.
     ASSERT_EQ(pair.t[1]->post_recv(small.data(), small.size(), 0, 3, {}, &r), LOOM_SUCCESS);
     Status st = pair.drive({&s}, {&r});
-    EXPECT_EQ(st, LOOM_ERR_TRANSPORT);
-    EXPECT_NE(std::string(last_error_message()).find("larger than the 20-byte receive"), std::string::npos)
+    EXPECT_EQ(st, LOOM_ERR_MISMATCH);
+    EXPECT_NE(std::string(last_error_message()).find("of 30 bytes from rank 0 met a receive of 20"), std::string::npos)
         << last_error_message();
     EXPECT_EQ(small, std::string(20, 'm'));
+}
+
+// A message smaller than its receive means the ranks' calls differ too:
+// both sides of a message run one plan.
+TEST(SharedMemoryTransport, ReportsAMessageSmallerThanItsReceive) {
+    Pair pair;
+    std::string msg(10, 'm'), room(20, '.');
+    TransportHandle s, r;
+    ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 3, {}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(pair.t[1]->post_recv(room.data(), room.size(), 0, 3, {}, &r), LOOM_SUCCESS);
+    EXPECT_EQ(pair.drive({&s}, {&r}), LOOM_ERR_MISMATCH);
+    EXPECT_NE(std::string(last_error_message()).find("of 10 bytes from rank 0 met a receive of 20"), std::string::npos)
+        << last_error_message();
 }
 
 // Single copy (the two ranks of a Pair are threads of this process, which
@@ -333,8 +346,8 @@ TEST(SharedMemoryTransport, ReportsATruncatedSingleCopyReceive) {
     TransportHandle s, r;
     ASSERT_EQ(pair.t[0]->post_send(msg.data(), msg.size(), 1, 3, {}, &s), LOOM_SUCCESS);
     ASSERT_EQ(pair.t[1]->post_recv(small.data(), small.size(), 0, 3, {}, &r), LOOM_SUCCESS);
-    EXPECT_EQ(pair.drive({&s}, {&r}), LOOM_ERR_TRANSPORT);
-    EXPECT_NE(std::string(last_error_message()).find("larger than the 200-byte receive"), std::string::npos)
+    EXPECT_EQ(pair.drive({&s}, {&r}), LOOM_ERR_MISMATCH);
+    EXPECT_NE(std::string(last_error_message()).find("of 300 bytes from rank 0 met a receive of 200"), std::string::npos)
         << last_error_message();
     EXPECT_EQ(small, std::string(200, 'm'));
     EXPECT_EQ(pair.counter(0, "single_copy_sends"), 1u);

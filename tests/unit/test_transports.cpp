@@ -3,6 +3,7 @@
 // transport and lane, and a loom_transport_t of another version is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,7 @@ TEST(ExternalTransport, PassesLanesBothWaysAndChecksTheVersion) {
     loom_transport_t ops = fake_ops(&calls);
     std::unique_ptr<Transport> t;
     EXPECT_EQ(make_external_transport(ops, &t), LOOM_ERR_INVALID_ARGUMENT);  // version 0: the first layout
-    EXPECT_NE(std::string(last_error_message()).find("set it to LOOM_TRANSPORT_VERSION (3)"), std::string::npos)
+    EXPECT_NE(std::string(last_error_message()).find("set it to LOOM_TRANSPORT_VERSION (4)"), std::string::npos)
         << last_error_message();
     ops.version = LOOM_TRANSPORT_VERSION;
     ASSERT_EQ(make_external_transport(ops, &t), LOOM_SUCCESS) << last_error_message();
@@ -149,8 +150,8 @@ int fake_withdraw(void *context, void *, int receive) {
     return receive;
 }
 
-// Version 3's withdraw reaches the caller's transport; version 2 (no such
-// field) is still accepted and withdraws nothing.
+// Version 3's withdraw reaches the caller's transport (and version 4's);
+// version 2 (no such field) is still accepted and withdraws nothing.
 TEST(ExternalTransport, WithdrawsThroughVersionThreeOnly) {
     Calls calls;
     loom_transport_t ops = fake_ops(&calls);
@@ -166,12 +167,55 @@ TEST(ExternalTransport, WithdrawsThroughVersionThreeOnly) {
         ASSERT_EQ(t->post_recv(buf, 8, 1, 3, Route{}, &r), LOOM_SUCCESS);
         const bool sent_back = t->withdraw(&s, false), received_back = t->withdraw(&r, true);
         EXPECT_FALSE(sent_back);
-        EXPECT_EQ(received_back, version == 3);
-        if (version == 3)
+        EXPECT_EQ(received_back, version >= 3);
+        if (version >= 3)
             EXPECT_EQ(calls.log, (std::vector<std::string>{"isend 8 1 lane 0", "irecv 8 1 lane 0", "withdraw send",
                                                           "withdraw receive"}));
         else
             EXPECT_EQ(calls.log.size(), 2u);
+    }
+}
+
+int fake_notify(void *context, int peer, uint64_t value) {
+    static_cast<Calls *>(context)->log.push_back("notify " + std::to_string(peer) + " " + std::to_string(value));
+    return 0;
+}
+// One notice waits: call 5 from rank 1.
+int fake_probe(void *context, int *peer, uint64_t *value) {
+    Calls *calls = static_cast<Calls *>(context);
+    if (std::find(calls->log.begin(), calls->log.end(), "probed") != calls->log.end()) return 0;
+    calls->log.push_back("probed");
+    *peer = 1;
+    *value = 5;
+    return 1;
+}
+
+// Revoke notices (version 4) go to every other rank through notify, and a
+// waiting rank takes its peers' through probe; before version 4 neither is
+// called.
+TEST(ExternalTransport, RevokeNoticesGoThroughVersionFourOnly) {
+    for (int version : {3, 4}) {
+        Calls calls;
+        loom_transport_t ops = fake_ops(&calls);
+        ops.notify = fake_notify;
+        ops.probe = fake_probe;
+        ops.version = version;
+        std::unique_ptr<Transport> t;
+        ASSERT_EQ(make_external_transport(ops, &t), LOOM_SUCCESS) << last_error_message();
+        t->revoke(7);
+        uint64_t call = 0;
+        int peer = -1;
+        const bool revoked = t->revoked_by_peer(&call, &peer);
+        if (version == 3) {
+            EXPECT_FALSE(revoked);
+            EXPECT_TRUE(calls.log.empty());
+        } else {
+            ASSERT_TRUE(revoked);
+            EXPECT_EQ(call, 5u);
+            EXPECT_EQ(peer, 1);
+            EXPECT_EQ(calls.log, (std::vector<std::string>{"notify 1 7", "probed"}));
+            EXPECT_TRUE(t->revoked_by_peer(&call, &peer)) << "a notice once taken is remembered";
+        }
     }
 }
 

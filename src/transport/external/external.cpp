@@ -14,6 +14,10 @@ class ExternalTransport final : public Transport {
   public:
     explicit ExternalTransport(const loom_transport_t &ops) : ops_(ops) {
         if (ops_.version < 3) ops_.withdraw = nullptr;
+        if (ops_.version < 4 || !ops_.notify || !ops_.probe) {
+            ops_.notify = nullptr;
+            ops_.probe = nullptr;
+        }
     }
     int rank() const override { return ops_.rank; }
     int size() const override { return ops_.size; }
@@ -37,8 +41,11 @@ class ExternalTransport final : public Transport {
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *) override {
         handles_.resize(n);
         for (size_t i = 0; i < n; ++i) std::memcpy(&handles_[i], hs[i]->bytes, sizeof(void *));
-        if (ops_.test_many(ops_.context, handles_.data(), n, done) != 0)
-            return fail(LOOM_ERR_TRANSPORT, "a send or receive failed in the caller's transport");
+        const int rc = ops_.test_many(ops_.context, handles_.data(), n, done);
+        if (rc == LOOM_ERR_MISMATCH)
+            return fail(LOOM_ERR_MISMATCH, "a message was larger than its receive in the caller's transport (did "
+                                           "every rank pass the same count, type and op?)");
+        if (rc != 0) return fail(LOOM_ERR_TRANSPORT, "a send or receive failed in the caller's transport");
         return LOOM_SUCCESS;
     }
 
@@ -50,6 +57,26 @@ class ExternalTransport final : public Transport {
     }
 
     void reserve(size_t operations, int) override { handles_.reserve(operations); }
+
+    // Revoke notices through the caller's transport (version 4), never
+    // from the progress thread: the communicator tells again from the caller's.
+    void revoke(uint64_t call) override {
+        if (!ops_.notify || t_on_progress_thread) return;
+        for (int peer = 0; peer < ops_.size; ++peer)
+            if (peer != ops_.rank) ops_.notify(ops_.context, peer, call);
+    }
+    bool revoked_by_peer(uint64_t *call, int *peer) override {
+        int from = -1;
+        uint64_t c = 0;
+        while (ops_.probe && !t_on_progress_thread && ops_.probe(ops_.context, &from, &c) == 1)
+            if (c && (!revoked_call_ || c < revoked_call_)) {
+                revoked_call_ = c;
+                revoked_by_ = from;
+            }
+        *call = revoked_call_;
+        *peer = revoked_by_;
+        return revoked_call_ != 0;
+    }
 
     Status idle() override {
         if (ops_.test_many(ops_.context, nullptr, 0, nullptr) != 0)
@@ -71,12 +98,14 @@ class ExternalTransport final : public Transport {
 
     loom_transport_t ops_;
     std::vector<void *> handles_;
+    uint64_t revoked_call_ = 0;  // the earliest call a peer's notice revoked (0: none)
+    int revoked_by_ = -1;
 };
 
 }  // namespace
 
 Status make_external_transport(const loom_transport_t &ops, std::unique_ptr<Transport> *out) {
-    if (ops.version != LOOM_TRANSPORT_VERSION && ops.version != 2)
+    if (ops.version < 2 || ops.version > LOOM_TRANSPORT_VERSION)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_transport_t.version is " + std::to_string(ops.version) +
                                                    ": set it to LOOM_TRANSPORT_VERSION (" +
                                                    std::to_string(LOOM_TRANSPORT_VERSION) +

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,8 +22,12 @@ constexpr size_t kUnitBytes = size_t{1} << 20;
 struct HandlePair {
     MPI_Request bulk;
     MPI_Request rest;
+    // A receive's expected units and remainder bytes (a send's: -1): both
+    // sides of a message run one plan, so another size means the ranks'
+    // calls differ.
+    int32_t units = -1, rest_bytes = -1;
 };
-static_assert(sizeof(HandlePair) <= sizeof(TransportHandle), "two MPI requests fit a transport handle");
+static_assert(sizeof(HandlePair) <= sizeof(TransportHandle), "two MPI requests and their sizes fit a handle");
 
 // Duplicates of communicators that abandoned a call (hang_abort): kept, so
 // that their contexts go to no later communicator, until MPI_Finalize frees
@@ -85,9 +90,17 @@ class MpiTransport final : public Transport {
     }
 
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &, TransportHandle *h) override {
-        return post_pair(buf, bytes, "MPI_Irecv", peer, h, [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
-            return MPI_Irecv(b, n, type, peer, static_cast<int>(tag), comm_, req);
-        });
+        const Status st =
+            post_pair(buf, bytes, "MPI_Irecv", peer, h, [&](void *b, int n, MPI_Datatype type, MPI_Request *req) {
+                return MPI_Irecv(b, n, type, peer, static_cast<int>(tag), comm_, req);
+            });
+        HandlePair pair;
+        std::memcpy(&pair, h->bytes, sizeof(pair));
+        const size_t units = bytes > INT_MAX ? bytes / kUnitBytes : 0;
+        pair.units = static_cast<int32_t>(units);
+        pair.rest_bytes = static_cast<int32_t>(bytes - units * kUnitBytes);
+        std::memcpy(h->bytes, &pair, sizeof(pair));
+        return st;
     }
 
     bool drives_progress_engine() const override { return true; }
@@ -107,9 +120,38 @@ class MpiTransport final : public Transport {
         return true;
     }
     void call_abandoned() override { abandoned_ = true; }
+    // The notice is one integer on a tag no plan uses, sent to every
+    // peer; waiting ranks probe for it.
+    void revoke(uint64_t call) override {
+        if (t_on_progress_thread) return;  // the communicator tells again from the caller's thread
+        const uint64_t *notice = kept_notice(call);
+        for (int peer = 0; peer < size_; ++peer) {
+            if (peer == rank_) continue;
+            MPI_Request req;
+            if (MPI_Isend(notice, 1, MPI_UINT64_T, peer, notice_tag(), comm_, &req) == MPI_SUCCESS)
+                MPI_Request_free(&req);
+        }
+    }
+    bool revoked_by_peer(uint64_t *call, int *peer) override {
+        for (int flag = 1; flag && !t_on_progress_thread;) {
+            MPI_Status status;
+            MPI_Iprobe(MPI_ANY_SOURCE, notice_tag(), comm_, &flag, &status);
+            if (!flag) break;
+            uint64_t c = 0;
+            MPI_Recv(&c, 1, MPI_UINT64_T, status.MPI_SOURCE, notice_tag(), comm_, MPI_STATUS_IGNORE);
+            if (c && (!revoked_call_ || c < revoked_call_)) {
+                revoked_call_ = c;
+                revoked_by_ = status.MPI_SOURCE;
+            }
+        }
+        *call = revoked_call_;
+        *peer = revoked_by_;
+        return revoked_call_ != 0;
+    }
     void reserve(size_t operations, int) override {
         requests_.reserve(2 * operations);
         indices_.reserve(2 * operations);
+        statuses_.reserve(2 * operations);
     }
     Status idle() override {
         // A probe that finds nothing runs MPI's progress engine once (Open
@@ -123,20 +165,61 @@ class MpiTransport final : public Transport {
         // One MPI_Testall-style sweep: MPI_Testsome progresses the library once
         // for all requests instead of once per request.
         requests_.resize(2 * n);
-        for (size_t i = 0; i < n; ++i) std::memcpy(&requests_[2 * i], hs[i]->bytes, sizeof(HandlePair));
+        for (size_t i = 0; i < n; ++i) std::memcpy(&requests_[2 * i], hs[i]->bytes, 2 * sizeof(MPI_Request));
         indices_.resize(2 * n);
         int outcount = 0;
-        int rc =
-            MPI_Testsome(static_cast<int>(2 * n), requests_.data(), &outcount, indices_.data(), MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Testsome", -1);
-        for (size_t i = 0; i < n; ++i) {
-            std::memcpy(hs[i]->bytes, &requests_[2 * i], sizeof(HandlePair));
+        statuses_.resize(2 * n);
+        int rc = MPI_Testsome(static_cast<int>(2 * n), requests_.data(), &outcount, indices_.data(), statuses_.data());
+        for (size_t i = 0; i < n; ++i) {  // on an error too: what completed is released
+            std::memcpy(hs[i]->bytes, &requests_[2 * i], 2 * sizeof(MPI_Request));
             done[i] = requests_[2 * i] == MPI_REQUEST_NULL && requests_[2 * i + 1] == MPI_REQUEST_NULL;
+        }
+        if (rc != MPI_SUCCESS) return testsome_error(rc, outcount);
+        for (int k = 0; k < outcount; ++k) {
+            const size_t i = static_cast<size_t>(indices_[k]) / 2;
+            const bool rest = indices_[k] % 2 == 1;
+            HandlePair pair;
+            std::memcpy(&pair, hs[i]->bytes, sizeof(pair));
+            if (pair.rest_bytes < 0) continue;  // a send
+            int got = 0;
+            MPI_Get_count(&statuses_[static_cast<size_t>(k)], rest ? MPI_BYTE : unit_, &got);
+            const int32_t want = rest ? pair.rest_bytes : pair.units;
+            if (got != want)
+                return fail(LOOM_ERR_MISMATCH, "an MPI message of " + std::to_string(got) + (rest ? " bytes" : " MiB") +
+                                                   " from rank " + std::to_string(statuses_[k].MPI_SOURCE) +
+                                                   " met a receive of " + std::to_string(want) +
+                                                   " (did every rank pass the same count, type and op?)");
         }
         return LOOM_SUCCESS;
     }
 
   private:
+    // Plans cycle tags up to max_tag(); the one above carries revoke notices.
+    int notice_tag() const { return static_cast<int>(max_tag_) + 1; }
+    // A notice's integer must outlive its send, which may never be received.
+    static const uint64_t *kept_notice(uint64_t call) {
+        static std::mutex lock;
+        static std::deque<uint64_t> notices;  // a deque keeps its elements in place
+        std::lock_guard<std::mutex> g(lock);
+        notices.push_back(call);
+        return &notices.back();
+    }
+    // A receive smaller than its message means the ranks called the
+    // collective with different arguments.
+    Status testsome_error(int rc, int outcount) {
+        int cls = MPI_SUCCESS;
+        MPI_Error_class(rc, &cls);
+        if (cls == MPI_ERR_IN_STATUS)
+            for (int k = 0; k < outcount && k < static_cast<int>(statuses_.size()); ++k) {
+                int c = MPI_SUCCESS;
+                MPI_Error_class(statuses_[k].MPI_ERROR, &c);
+                if (c == MPI_ERR_TRUNCATE) cls = c;
+            }
+        if (cls != MPI_ERR_TRUNCATE) return mpi_error(rc, "MPI_Testsome", -1);
+        return fail(LOOM_ERR_MISMATCH,
+                    "an MPI message was larger than its receive (did every rank pass the same count, type and op?)");
+    }
+
     // Posts `bytes` as whole 1 MiB units plus a byte remainder (two requests
     // under one handle) with `post(buf, count, type, request)`.
     template <typename Post>
@@ -155,12 +238,15 @@ class MpiTransport final : public Transport {
 
     std::vector<MPI_Request> requests_;
     std::vector<int> indices_;
+    std::vector<MPI_Status> statuses_;
     MPI_Comm comm_;
     int rank_, size_;
     uint32_t max_tag_;
     MPI_Datatype unit_;
     bool oversubscribed_;
     bool abandoned_ = false;
+    uint64_t revoked_call_ = 0;  // the earliest call a peer's notice revoked (0: none)
+    int revoked_by_ = -1;
 };
 
 // More ranks of this communicator on this node than the node has cores. (Ranks of other communicators are not counted:
@@ -193,7 +279,8 @@ Status make_transport(MPI_Comm comm, bool oversubscribed, std::unique_ptr<Transp
     MPI_Comm_size(comm, &size);
     int *tag_ub = nullptr;
     MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
-    const uint32_t max_tag = flag && tag_ub ? static_cast<uint32_t>(*tag_ub) : 32767u;
+    // The highest tag is kept for revoke notices.
+    const uint32_t max_tag = (flag && tag_ub ? static_cast<uint32_t>(*tag_ub) : 32767u) - 1;
     MPI_Datatype unit;
     MPI_Type_contiguous(static_cast<int>(kUnitBytes), MPI_BYTE, &unit);
     MPI_Type_commit(&unit);

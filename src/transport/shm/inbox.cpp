@@ -49,6 +49,8 @@ void shm_inbox_init(unsigned char *inbox, size_t nlocal, const ShmGeometry &g, u
     h->owner_pid = static_cast<int32_t>(getpid());
     h->doorbell.store(0, std::memory_order_relaxed);
     h->sleepers.store(0, std::memory_order_relaxed);
+    h->calls_entered.store(0, std::memory_order_relaxed);
+    h->revoke_notice.store(0, std::memory_order_relaxed);
     // Cells are zero (empty) in a fresh segment; the magic goes last, a
     // release store that shm_open_peer's acquire load pairs with.
     __atomic_store_n(&h->magic, kInboxMagic, __ATOMIC_RELEASE);

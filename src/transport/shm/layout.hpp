@@ -18,11 +18,15 @@ namespace shm_detail {
 // may be interposed (which would keep it from inlining them).
 #pragma GCC visibility push(hidden)
 
-constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d33ULL;  // "loom-sm3"
-// Earlier layouts' (sm1: no single copy; sm2: no shared slots); their header is the same.
+constexpr uint64_t kInboxMagic = 0x6c6f6f6d2d736d34ULL;  // "loom-sm4"
+// Earlier layouts' (sm1: no single copy; sm2: no shared slots; sm3: no
+// revoked call); their header is the same up to its last word.
 constexpr uint64_t kInboxMagicV1 = 0x6c6f6f6d2d736d31ULL;  // "loom-sm1"
 constexpr uint64_t kInboxMagicV2 = 0x6c6f6f6d2d736d32ULL;  // "loom-sm2"
-inline bool older_inbox_magic(uint64_t magic) { return magic == kInboxMagicV1 || magic == kInboxMagicV2; }
+constexpr uint64_t kInboxMagicV3 = 0x6c6f6f6d2d736d33ULL;  // "loom-sm3"
+inline bool older_inbox_magic(uint64_t magic) {
+    return magic == kInboxMagicV1 || magic == kInboxMagicV2 || magic == kInboxMagicV3;
+}
 constexpr size_t kHeaderBytes = 64;
 constexpr size_t kCellHeaderBytes = 64;  // keeps payloads cache-line aligned
 
@@ -41,6 +45,10 @@ struct InboxHeader {
     // The collective calls the owner has entered on this communicator:
     // a peer's hang report tells from it who has not arrived.
     std::atomic<uint64_t> calls_entered;
+    // A peer's revoke (the earliest): the call it found its ranks disagree
+    // on, shifted left 16 bits, and its local index + 1; 0: none. The owner
+    // reads it while it waits, in that call or a later one, and fails too.
+    std::atomic<uint64_t> revoke_notice;
 };
 static_assert(sizeof(InboxHeader) <= kHeaderBytes, "inbox header fits its line");
 

@@ -109,6 +109,7 @@ Status SharedMemoryTransport::post_send(const void *buf, size_t bytes, int peer,
     op->tag = tag;
     op->buf = static_cast<unsigned char *>(const_cast<void *>(buf));
     op->bytes = bytes;
+    op->arrived_bytes = bytes;  // a send's size is its own
     // Several calls may be running: a thread-driven plan's sends keep its preference.
     op->single_copy = bytes >= single_copy_min_ &&
                       (prefer_single_copy_ || (single_copy_min_ != SIZE_MAX && threaded_plan(route.plan)));
@@ -127,6 +128,7 @@ Status SharedMemoryTransport::post_recv(void *buf, size_t bytes, int peer, uint3
     op->tag = tag;
     op->buf = static_cast<unsigned char *>(buf);
     op->bytes = bytes;
+    op->arrived_bytes = 0;
     set_op(h, op);
     PeerState &ps = peers_[li];
     for (auto it = ps.unexpected.begin(); it != ps.unexpected.end(); ++it) {
@@ -201,10 +203,11 @@ inline Status SharedMemoryTransport::collect(TransportHandle *const *hs, size_t 
         }
         done[i] = op->done;
         if (!op->done) continue;
-        if (op->truncated)
-            st = fail(LOOM_ERR_TRANSPORT, "shared-memory message from rank " +
-                                              std::to_string(node_.local_ranks[op->peer]) + " is larger than the " +
-                                              std::to_string(op->bytes) + "-byte receive");
+        if (op->arrived_bytes != op->bytes)
+            st = fail(LOOM_ERR_MISMATCH, "a shared-memory message of " + std::to_string(op->arrived_bytes) +
+                                             " bytes from rank " + std::to_string(node_.local_ranks[op->peer]) +
+                                             " met a receive of " + std::to_string(op->bytes) +
+                                             " (did every rank pass the same count, type and op?)");
         if (op->copy_errno)
             st = fail(LOOM_ERR_TRANSPORT, "single-copy transfer between this rank and rank " +
                                               std::to_string(node_.local_ranks[op->peer]) +
@@ -260,6 +263,32 @@ inline unsigned char *SharedMemoryTransport::peer_inbox(size_t li) {
         if (!mapped) return nullptr;
     }
     return node_.peers[li]->data();
+}
+
+// Written into every local peer's inbox header (mapping it if this rank
+// never sent to it: an error path), so that a waiting rank reads one word of
+// its own. The earliest call wins.
+void SharedMemoryTransport::revoke(uint64_t call) {
+    const uint64_t notice = call << 16 | (my_index_ + 1);
+    for (size_t li = 0; li < node_.local_ranks.size(); ++li) {
+        if (li == my_index_) continue;
+        unsigned char *inbox = peer_inbox(li);
+        if (!inbox) continue;  // not made yet: that rank has entered no call
+        std::atomic<uint64_t> &word = header_of(inbox)->revoke_notice;
+        uint64_t seen = word.load(std::memory_order_relaxed);
+        while ((!seen || notice >> 16 < seen >> 16) &&
+               !word.compare_exchange_weak(seen, notice, std::memory_order_release, std::memory_order_relaxed)) {
+        }
+    }
+}
+
+bool SharedMemoryTransport::revoked_by_peer(uint64_t *call, int *peer) {
+    if (!node_.own) return false;
+    const uint64_t notice = header_of(node_.own->data())->revoke_notice.load(std::memory_order_acquire);
+    if (!notice) return false;
+    *call = notice >> 16;
+    *peer = node_.local_ranks[(notice & 0xffff) - 1];
+    return true;
 }
 
 unsigned char *SharedMemoryTransport::inbox_of(size_t li) {
@@ -395,7 +424,7 @@ __attribute__((flatten)) inline bool SharedMemoryTransport::begin_message(PeerSt
         ps.in_pos = 0;
         ps.in_op = *it;
         ps.recvs.erase(it);
-        ps.in_op->truncated = bytes > ps.in_op->bytes;
+        ps.in_op->arrived_bytes = bytes;
         return true;
     }
     // Taken out when a posted receive waits behind it, or when the ring is
@@ -460,7 +489,7 @@ inline void SharedMemoryTransport::recycle(PeerState &ps, std::deque<std::unique
 }
 
 inline void SharedMemoryTransport::deliver(const Unexpected &u, ShmOp *op) {
-    op->truncated = u.size > op->bytes;
+    op->arrived_bytes = u.size;
     op->copy_errno = u.copy_errno;
     const size_t n = std::min(u.size, op->bytes);
     if (n) std::memcpy(op->buf, u.data.get(), n);

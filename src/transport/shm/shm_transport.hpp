@@ -34,7 +34,9 @@ extern const uint64_t kSingleCopyProbe;
 
 struct ShmOp {
     bool done = false;
-    bool truncated = false;  // receives: the message was larger
+    // The message's size (a send's: its own). Both sides of a message run
+    // one plan, so a receive's other size means the ranks' calls differ.
+    size_t arrived_bytes = 0;
     size_t peer = 0;         // local index
     uint32_t tag = 0;
     unsigned char *buf = nullptr;
@@ -118,6 +120,8 @@ class SharedMemoryTransport final : public Transport {
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
     bool withdraw(TransportHandle *h, bool receive) override;
+    void revoke(uint64_t call) override;
+    bool revoked_by_peer(uint64_t *call, int *peer) override;
 
   private:
     struct PlanPolicy {

@@ -355,6 +355,10 @@ Status UcxTransport::advance_rails(Op &op) {
         if (s == UCS_INPROGRESS) continue;
         ucp_request_free(req);
         op.requests[k] = nullptr;
+        if (s == UCS_ERR_MESSAGE_TRUNCATED)
+            return fail(LOOM_ERR_MISMATCH, "a message from rank " + std::to_string(op.peer) +
+                                               " was larger than its receive (did every rank pass the same count, "
+                                               "type and op?)");
         if (s != UCS_OK) {
             const std::string what = std::string(op.send ? "send to" : "receive from") + " rank " +
                                      std::to_string(op.peer) + " on rail " + rail_name(op.rail[k]) +
@@ -364,9 +368,10 @@ Status UcxTransport::advance_rails(Op &op) {
             continue;
         }
         if (length != op.expected[k])
-            return fail(LOOM_ERR_TRANSPORT, "a message from rank " + std::to_string(op.peer) + " was " +
-                                                std::to_string(length) + " bytes where " +
-                                                std::to_string(op.expected[k]) + " were expected");
+            return fail(LOOM_ERR_MISMATCH, "a message from rank " + std::to_string(op.peer) + " was " +
+                                               std::to_string(length) + " bytes where " +
+                                               std::to_string(op.expected[k]) +
+                                               " were expected (did every rank pass the same count, type and op?)");
         op.arrived |= static_cast<uint8_t>(1u << k);
         if (!op.send) {
             const uint64_t now = now_ns();
