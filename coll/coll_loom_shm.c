@@ -11,6 +11,7 @@
 
 #include "ompi/proc/proc.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/mca/pmix/pmix.h"
 
 static const char *component_param(const char *wanted) {
     for (int i = 0; i < mca_coll_loom_component.param_count; ++i) {
@@ -89,6 +90,13 @@ void mca_coll_loom_shm_create_inbox(mca_coll_loom_module_t *m, struct ompi_commu
                  (unsigned)ompi_comm_get_cid(comm), (unsigned long long)identity);
         if (loom_shm_inbox_create(key, identity, me, local, nlocal, &m->shm_inbox) != LOOM_SUCCESS)
             fprintf(stderr, "coll/loom: rank %d: cannot create its shared-memory inbox: %s\n", me, loom_last_error());
+        /* Its name goes once every peer has mapped it; if a rank dies
+         * before, the launcher removes it at the job's end, as it does
+         * Open MPI's own shared-memory files. */
+        char path[256];
+        if (m->shm_inbox && opal_pmix.register_cleanup &&
+            loom_shm_inbox_path(m->shm_inbox, path, sizeof path) == LOOM_SUCCESS)
+            opal_pmix.register_cleanup(path, false, false, false);
     }
     free(local);
 }

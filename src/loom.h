@@ -181,6 +181,11 @@ typedef struct loom_shm_inbox *loom_shm_inbox_t;
 int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const int *local_ranks, int nlocal,
                           loom_shm_inbox_t *out);
 int loom_shm_inbox_free(loom_shm_inbox_t *inbox);
+/* The file an inbox's name makes under /dev/shm, into `path` (room bytes),
+ * for a launcher that removes a job's files when it ends (coll/loom
+ * registers it with PMIx): a rank killed before its peers mapped the inbox
+ * leaves the name behind. */
+int loom_shm_inbox_path(loom_shm_inbox_t inbox, char *path, size_t room);
 int loom_comm_attach_shared_memory(loom_comm_t comm, loom_shm_inbox_t *inbox);
 
 /* Which node each rank of `comm` is on: labels[r] is equal for ranks of one

@@ -381,6 +381,18 @@ int loom_shm_inbox_create(const char *key, uint64_t identity, int rank, const in
     return LOOM_SUCCESS;
 }
 
+int loom_shm_inbox_path(loom_shm_inbox_t inbox, char *path, size_t room) {
+    if (!inbox || !path) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_path: NULL argument");
+    if (!inbox->node.own) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_path: the inbox has no segment");
+    const std::string file = "/dev/shm" + inbox->node.own->name();
+    if (file.size() + 1 > room)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_path: " + std::to_string(room) +
+                                                   " bytes cannot hold the " + std::to_string(file.size() + 1) +
+                                                   "-byte path");
+    std::memcpy(path, file.c_str(), file.size() + 1);
+    return LOOM_SUCCESS;
+}
+
 int loom_shm_inbox_free(loom_shm_inbox_t *inbox) {
     if (!inbox) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_shm_inbox_free: NULL argument");
     delete *inbox;

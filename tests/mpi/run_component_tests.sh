@@ -438,6 +438,18 @@ if [ -n "$after" ] && [ "$after" != "$before" ]; then
 else
     echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
 fi
+# A rank killed in the middle of a collective: the job ends, and the
+# inboxes its peers had made for it go too (coll/loom registers them with
+# PMIx, so the launcher removes them; no next job needed).
+timeout 120 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 "$build/tests/mpi/test_component" --kill-in-collective >/dev/null 2>&1
+left=$(leftover_inboxes)
+if [ -n "$left" ] && [ "$left" != "$before" ]; then
+    echo "FAIL: a job whose rank was killed in a collective left inboxes in /dev/shm: $left"
+    status=1
+else
+    echo "PASS: a job whose rank was killed in a collective left no inbox in /dev/shm"
+fi
 # Hang reports through coll/loom: the last rank skips an MPI_Allreduce; under
 # coll_loom_hang_abort the others' call returns an error, and the component's
 # message names the skipper.

@@ -10,6 +10,7 @@
 #include <mpi.h>
 // after mpi.h: its extension prototypes need the MPI types
 #include <mpi-ext.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,20 @@ int main(int argc, char **argv) {
          * are killed while they sleep. Nothing runs Loom's clean-up. */
         if (world_rank == 0) MPI_Abort(MPI_COMM_WORLD, 3);
         sleep(60);
+        return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--kill-in-collective")) {
+        /* The last rank is killed while the others are in an allreduce on a
+         * new communicator, before it has mapped their inboxes. */
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        enum { n = 1 << 18 };
+        float *x = calloc(n, sizeof(float)), *y = calloc(n, sizeof(float));
+        if (world_rank == size - 1) {
+            usleep(200000);
+            raise(SIGKILL);
+        }
+        MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, comm);
         return 1;
     }
 
