@@ -6,6 +6,7 @@
 #     --mpich  MPICH, to build and test libloom against a second MPI
 #              (Open MPI stays the default mpicc and mpirun)
 #     --deb    what dpkg-buildpackage needs to build Loom's Debian packages
+#     --fuzz   clang 14 with libFuzzer and llvm-symbolizer (scripts/fuzz-check.sh)
 set -eu
 PACKAGES="autoconf automake libtool make g++ pkg-config
 openmpi-bin libopenmpi-dev libhwloc-dev hwloc libucx-dev libgtest-dev
@@ -17,7 +18,8 @@ for a in "$@"; do
         --slurm) PACKAGES="$PACKAGES slurmd slurmctld slurm-client munge libpmix-dev" ;;
         --mpich) PACKAGES="$PACKAGES mpich libmpich-dev"; mpich=yes ;;
         --deb) PACKAGES="$PACKAGES debhelper dpkg-dev fakeroot" ;;
-        *) echo "install-deps: unknown option $a (--slurm, --mpich, --deb)" >&2; exit 2 ;;
+        --fuzz) PACKAGES="$PACKAGES clang-14 libclang-rt-14-dev llvm-14" ;;
+        *) echo "install-deps: unknown option $a (--slurm, --mpich, --deb, --fuzz)" >&2; exit 2 ;;
     esac
 done
 missing=""

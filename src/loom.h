@@ -41,8 +41,17 @@ typedef enum {
                               the communicator is revoked: every later collective on it fails */
 } loom_status_t;
 
+/* In C++, the types and ops below are enums over int: any int a C caller
+ * passes, an invalid one included (the calls refuse it), is then a value
+ * of the type, where a plain enum admits only its enumerators' bit range. */
+#ifdef __cplusplus
+#define LOOM_ENUM_OVER_INT : int
+#else
+#define LOOM_ENUM_OVER_INT
+#endif
+
 /* Element types: every predefined MPI basic type, plus fp16 and bf16. */
-typedef enum {
+typedef enum LOOM_ENUM_OVER_INT {
     LOOM_INT8,
     LOOM_UINT8,
     LOOM_INT16,
@@ -83,7 +92,7 @@ typedef enum {
     LOOM_DATATYPE_COUNT
 } loom_datatype_t;
 
-typedef enum {
+typedef enum LOOM_ENUM_OVER_INT {
     LOOM_SUM,
     LOOM_PROD,
     LOOM_MIN,

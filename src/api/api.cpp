@@ -506,14 +506,21 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
     Communicator &impl = *comm->impl;
     CollArgs a;
     a.collective = c;
+    const size_t elem_size = datatype_info(type)->size;
+    // The calls' own checks, so that prepare fails exactly as the call would.
     if (c == Collective::reduce_scatter) {
         if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_prepare: reduce_scatter needs counts");
+        unsigned __int128 total_bytes = 0;  // at most p * 2^60: no overflow
         for (int i = 0; i < impl.size(); ++i) {
-            LOOM_RETURN_IF_ERROR(check_count(counts[i], "counts[i]", datatype_info(type)->size, 1));
+            LOOM_RETURN_IF_ERROR(check_count(counts[i], ("counts[" + std::to_string(i) + "]").c_str(), elem_size, 1));
+            total_bytes += static_cast<unsigned __int128>(counts[i]) * elem_size;
             a.recv_counts.push_back(static_cast<size_t>(counts[i]));
         }
+        if (total_bytes > kMaxBufferBytes)
+            return fail(LOOM_ERR_INVALID_COUNT, "loom_comm_prepare: the sum of counts is too large to address");
     } else {
-        LOOM_RETURN_IF_ERROR(check_count(count, "count", datatype_info(type)->size, impl.size()));
+        // allreduce's vector is one buffer; the others hold a block per rank.
+        LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size, c == Collective::allreduce ? 1 : impl.size()));
         a.count = static_cast<size_t>(count);
     }
     return impl.prepare(a, type, in_place != 0, algorithm);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -18,8 +19,9 @@ namespace {
 // Cloned for AVX2 where the CPU has it (resolved once at load time): buffers
 // that sit in cache are limited by vector width, not memory. Not under
 // ThreadSanitizer: the resolvers run while the library is relocated, before
-// its runtime is up, and its instrumentation of them crashes the load.
-#ifdef __SANITIZE_THREAD__
+// its runtime is up, and its instrumentation of them crashes the load. Not
+// under clang either (the fuzzing build): it clones no function templates.
+#if defined(__SANITIZE_THREAD__) || defined(__clang__)
 #define LOOM_CLONED_FOR_AVX2
 #else
 #define LOOM_CLONED_FOR_AVX2 __attribute__((target_clones("avx2", "default")))
@@ -38,6 +40,12 @@ using namespace elementwise;
 // loop above cannot vectorize its bit-level conversions (0.5 GB/s vs
 // ~25 GB/s). Same rounding (to nearest even) and the same min/max rule.
 enum class HalfOp { sum, prod, min, max };
+
+// From CPUID: clang's __builtin_cpu_supports does not know "f16c".
+bool cpu_has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 
 template <HalfOp Op>
 __attribute__((target("avx"), always_inline)) inline __m256 half_lanes(__m256 a, __m256 b) {
@@ -207,7 +215,7 @@ Table build_table() {
     add_reduced<Fp16>(t, LOOM_FLOAT16);
     add_reduced<Bf16>(t, LOOM_BFLOAT16);
 #if defined(__x86_64__)  // faster kernels where the CPU has the instructions
-    if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx") && cpu_has_f16c()) {
         t[LOOM_FLOAT16][LOOM_SUM] = apply_fp16_f16c<HalfOp::sum>;
         t[LOOM_FLOAT16][LOOM_PROD] = apply_fp16_f16c<HalfOp::prod>;
         t[LOOM_FLOAT16][LOOM_MIN] = apply_fp16_f16c<HalfOp::min>;

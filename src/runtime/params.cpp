@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cstdlib>
 
 #include "algorithms/algorithm.hpp"
@@ -198,6 +199,7 @@ bool parse_size(const std::string &text, long long *out) {
     else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1LL << 20;
     else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1LL << 30;
     else return false;
+    if (v > LLONG_MAX / mult) return false;  // "999999999999999g": more bytes than a long long holds
     *out = v * mult;
     return true;
 }

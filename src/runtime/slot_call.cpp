@@ -41,7 +41,7 @@ uint64_t SlotCall::call_signature(const CollArgs &a, int datatype, int op) {
 bool SlotCall::advance_shared(uint64_t *finished) {
     if (!published_) {
         if (*finished + 1 != generation_) return false;  // an earlier call still reads the slots
-        std::memcpy(slots_->own_buffer(generation_, bytes_), input_, bytes_);
+        if (bytes_) std::memcpy(slots_->own_buffer(generation_, bytes_), input_, bytes_);
         slots_->set_note(generation_, signature_);
         slots_->publish(generation_);
         published_ = true;
@@ -58,7 +58,8 @@ bool SlotCall::advance_shared(uint64_t *finished) {
 void SlotCall::compute() {
     const CollArgs &a = *args_;
     if (a.nranks == 1) {  // every collective's output is then its input
-        if (input_ != output_) std::memcpy(output_, input_, bytes_);
+        // No bytes: the buffers may be NULL, which memcpy must not be given.
+        if (bytes_ && input_ != output_) std::memcpy(output_, input_, bytes_);
         return;
     }
     const int p = a.nranks;

@@ -11,6 +11,9 @@
 namespace loom {
 namespace {
 
+// The most ranks a description may give, by np= or by nodes= times ppn=.
+constexpr long long kMaxRanks = 1 << 20;
+
 bool read_int(const std::string &v, long long lo, long long hi, long long *out) {
     char *end = nullptr;
     const long long n = std::strtoll(v.c_str(), &end, 10);
@@ -76,7 +79,7 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         if (w == "in_place") a.in_place = true;
         else if (key == "nodes") ok = read_int(value, 1, 1 << 16, &nodes);
         else if (key == "ppn") ok = read_int(value, 1, 1 << 12, &ppn);
-        else if (key == "np") ok = read_int(value, 1, 1 << 20, &np);
+        else if (key == "np") ok = read_int(value, 1, kMaxRanks, &np);
         else if (key == "rails") ok = read_int(value, 1, 64, &rails);
         else if (key == "type") ok = element_size(value, &elem), type_name = value;
         else if (key == "memory") ok = memory_type_from_name(value, &a.memory);
@@ -91,6 +94,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
                                                                           : " (a positive integer)"));
     }
     if (np == 0) np = nodes * (ppn ? ppn : (nodes == 1 ? 4 : 1));
+    if (np > kMaxRanks)  // nodes=65536 ppn=4096: a node map of 2^28 ranks would take minutes and gigabytes
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "explain: nodes=" + std::to_string(nodes) + " ppn=" + std::to_string(ppn) + " makes " +
+                        std::to_string(np) + " ranks, more than the " + std::to_string(kMaxRanks) + " np= allows");
     if (ppn == 0) ppn = (np + nodes - 1) / nodes;
     if (np > nodes * ppn || np < nodes)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: np=" + std::to_string(np) + " does not fit nodes=" +

@@ -21,10 +21,13 @@ bool parse_latency(const std::string &text, double *us) {
     const double v = std::strtod(text.c_str(), &end);
     if (end == text.c_str() || v < 0 || !std::isfinite(v)) return false;
     const std::string unit = end;
-    if (unit == "us") *us = v;
-    else if (unit == "ns") *us = v / 1000;
-    else if (unit == "ms") *us = v * 1000;
+    double scaled;
+    if (unit == "us") scaled = v;
+    else if (unit == "ns") scaled = v / 1000;
+    else if (unit == "ms") scaled = v * 1000;
     else return false;
+    if (!std::isfinite(scaled)) return false;  // "1e306ms"
+    *us = scaled;
     return true;
 }
 
@@ -39,6 +42,9 @@ bool parse_bandwidth(const std::string &text, double *us_per_byte) {
     else if (unit == "MB/s") bytes_per_us = v;
     else if (unit == "Gb/s") bytes_per_us = v * 1000 / 8;
     else return false;
+    // "1e306GB/s", "1e-320GB/s": a rate or a cost per byte past a double's
+    // normal range (infinite, or 0), which no time can be computed from.
+    if (!std::isnormal(bytes_per_us) || !std::isnormal(1.0 / bytes_per_us)) return false;
     *us_per_byte = 1.0 / bytes_per_us;
     return true;
 }
@@ -359,6 +365,16 @@ Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostM
         *us = shared_slots_time(args, model);
         return LOOM_SUCCESS;
     }
+    // The larger buffer: allgather's output, every other collective's input.
+    const double elements = args.collective == Collective::allgather ? static_cast<double>(args.count) * args.nranks
+                                                                     : static_cast<double>(args.input_count());
+    const double bytes = elements * static_cast<double>(args.elem_size);
+    const double segments = args.segment_bytes ? std::ceil(bytes / static_cast<double>(args.segment_bytes)) : 1;
+    if (segments * args.nranks > kModelMaxSegmentSteps)
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "cost model: " + args.describe() + " in segments of " + std::to_string(args.segment_bytes) +
+                        " bytes is more segments times ranks than the " +
+                        std::to_string(static_cast<long>(kModelMaxSegmentSteps)) + " the simulation covers");
     std::vector<std::unique_ptr<Program>> programs;
     programs.reserve(static_cast<size_t>(args.nranks));
     for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));

@@ -52,6 +52,11 @@ struct CostModel {
 // A rank count above which predict_time() declines (the simulation builds
 // every rank's program): selection then keeps to its rules.
 constexpr int kModelMaxRanks = 256;
+// Segmented plans have steps for every segment of every rank: above this
+// many segments (of the larger buffer) times ranks, predict_time() declines
+// too (in 256 KiB segments: above 512 MiB on 8 ranks, 16 MiB on 256), where
+// explaining a call took seconds to hours building and playing the plans.
+constexpr double kModelMaxSegmentSteps = 1 << 14;
 
 // Predicted microseconds for `algo` on `args` (which must be applicable).
 // Ranks share a node per args.nodes (none: one node). Errors when the

@@ -1,6 +1,7 @@
 #include "select/rules.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -22,6 +23,10 @@ using json = nlohmann::json;
 
 // A count or size: a non-negative integer, or a string with a unit ("4KiB").
 bool read_amount(const json &v, bool sizes, long long *out, std::string *why) {
+    if (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(LLONG_MAX)) {
+        *why = v.dump() + " is too large";
+        return false;
+    }
     if (v.is_number_integer() || v.is_number_unsigned()) {
         const long long n = v.get<long long>();
         if (n < 0) {
@@ -111,7 +116,7 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
     json doc;
     try {
         doc = json::parse(text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) {  // a syntax error, or a number too large for a double (out_of_range)
         return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": not valid JSON: " + e.what());
     }
     if (!doc.is_object()) return fail(LOOM_ERR_INVALID_ARGUMENT, origin + ": the top level must be an object");

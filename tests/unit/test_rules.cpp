@@ -53,6 +53,8 @@ TEST(Rules, ValidationNamesTheFileTheEntryAndTheField) {
          "rule 0: field 'bytes': 'lots' is not a size"},
         {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "ppn": -1}]})",
          "rule 0: field 'ppn': must not be negative"},
+        {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "bytes": 18446744073709551615}]})",
+         "rule 0: field 'bytes': 18446744073709551615 is too large"},
         {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "colour": 1}]})",
          "rule 0: field 'colour': unknown"},
         {R"({"rules": [{"collective": "allreduce", "algorithm": "recursive_multiplying", "radix": 1}]})",
