@@ -438,6 +438,18 @@ if [ -n "$after" ] && [ "$after" != "$before" ]; then
 else
     echo "PASS: no inboxes left in /dev/shm (the aborted job had left $(echo "$stale" | grep -c loom) of them)"
 fi
+# Bad input through MPI calls (tests/mpi/bad_input.c): every rank gets the
+# error class in tests/mpi/bad_input.expected (Open MPI's own, where its
+# argument checks catch the input first), none crashes or hangs.
+timeout 120 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
+    --mca coll_loom_priority 100 "$build/tests/mpi/bad_input" --null-buffer >"$log" 2>/dev/null
+if diff "$(dirname "$0")/bad_input.expected" "$log" >/dev/null; then
+    echo "PASS: bad input through MPI calls: $(wc -l <"$log") cases, each with the expected error class"
+else
+    echo "FAIL: bad input through MPI calls (expected, then got):"
+    diff "$(dirname "$0")/bad_input.expected" "$log"
+    status=1
+fi
 # A rank killed in the middle of a collective: the job ends, and the
 # inboxes its peers had made for it go too (coll/loom registers them with
 # PMIx, so the launcher removes them; no next job needed).
