@@ -55,6 +55,24 @@ for np in 1 2 3 4 5; do
         status=1
     fi
 done
+# fault PROGRAM NP LABEL ARGS REPORT [VAR=VALUE...]: a run of a fault test;
+# its verdict line must say 0 failures, and its output hold a line matching
+# REPORT when that is not empty.
+fault() {
+    program=$1 np=$2 label=$3 args=$4 report=$5
+    shift 5
+    xs=
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/$program" $args >"$tmp/run.out" 2>&1 &&
+        grep -q "^$program np=$np: .* 0 failures$" "$tmp/run.out" &&
+        { [ -z "$report" ] || grep -q "$report" "$tmp/run.out"; }; then
+        echo "PASS: $(grep "^$program np=$np:" "$tmp/run.out") ($label)"
+    else
+        echo "FAIL: $program np=$np ($label)"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+}
 # Hang reports: the last rank skips a collective (test_hang_report.c). On
 # one node, over emulated nodes and without shared memory; each run's
 # reports on stderr must name the skipper, and hang_abort's errors too.
@@ -62,17 +80,8 @@ done
 hang() {
     np=$1 label=$2 args=$3
     shift 3
-    xs=
-    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
-    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_hang_report" $args >"$tmp/run.out" 2>&1 &&
-        grep -q "^test_hang_report np=$np: .* 0 failures$" "$tmp/run.out" &&
-        grep -q "^loom\[[0-9]*\]: hang_timeout: .*waiting for .*ranks\( [0-9]*\)* $((np - 1))\b" "$tmp/run.out"; then
-        echo "PASS: $(grep "^test_hang_report np=$np:" "$tmp/run.out") ($label)"
-    else
-        echo "FAIL: test_hang_report np=$np ($label)"
-        tail -15 "$tmp/run.out"
-        status=1
-    fi
+    fault test_hang_report "$np" "$label" "$args" \
+        "^loom\[[0-9]*\]: hang_timeout: .*waiting for .*ranks\( [0-9]*\)* $((np - 1))\b" "$@"
 }
 hang 3 "one node, allreduce" "-c allreduce"
 hang 3 "one node, alltoall, progress thread on" "-c alltoall -n 20000" LOOM_PROGRESS_THREAD=on
@@ -81,24 +90,15 @@ hang 2 "without shared memory" "-c allreduce -n 1024" LOOM_SHARED_MEMORY=0
 hang 3 "without shared memory, alltoall" "-c alltoall -n 1024" LOOM_SHARED_MEMORY=0
 # Ranks that call one collective with different arguments all fail, none
 # waits for ever (test_mismatch.c): on one node all on that call (-s),
-# through shared memory's revoke word; between emulated nodes or without
-# shared memory through MPI's notices. Open MPI's single-copy get (vader's
-# CMA) writes a message larger than its receive past the receive's end, so
-# those runs turn it off; Loom's own shared memory checks sizes first.
+# told in their own inboxes; between emulated nodes or without shared
+# memory through MPI's notices. Open MPI's single-copy get (vader's CMA)
+# writes a message larger than its receive past the receive's end, so those
+# runs turn it off; Loom's own shared memory checks sizes first.
 # mismatch NP LABEL ARGS [VAR=VALUE...]
 mismatch() {
     np=$1 label=$2 args=$3
     shift 3
-    xs=
-    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
-    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_mismatch" $args >"$tmp/run.out" 2>&1 &&
-        grep -q "^test_mismatch np=$np: .* 0 failures$" "$tmp/run.out"; then
-        echo "PASS: $(grep "^test_mismatch np=$np:" "$tmp/run.out") ($label)"
-    else
-        echo "FAIL: test_mismatch np=$np ($label)"
-        tail -15 "$tmp/run.out"
-        status=1
-    fi
+    fault test_mismatch "$np" "$label" "$args" "" "$@"
 }
 mismatch 3 "one node" -s
 mismatch 5 "one node" -s

@@ -113,26 +113,31 @@ TEST(FuzzRegressions, DatatypeAndOpOutOfTheEnumRangeAreRefused) {
     EXPECT_EQ(loom_op_supported(LOOM_FLOAT, static_cast<loom_op_t>(117440768)), 0);
 }
 
-// A communicator of one rank over a caller's transport that nobody is
-// reached through: its calls never post a message.
+// A communicator of `size` ranks (this one rank 0) over a caller's
+// transport that nobody is reached through: its calls must post no message.
 int never_posted(void *, const void *, size_t, int, uint32_t, int, void **) { return LOOM_ERR_INTERNAL; }
 int never_received(void *, void *, size_t, int, uint32_t, int, void **) { return LOOM_ERR_INTERNAL; }
 int nothing_to_test(void *, void *const *, size_t, unsigned char *) { return 0; }
+loom_comm_t comm_reaching_nobody(int size) {
+    loom_transport_t ops{};
+    ops.version = LOOM_TRANSPORT_VERSION;
+    ops.size = size;
+    ops.max_tag = 1u << 30;
+    ops.isend = never_posted;
+    ops.irecv = never_received;
+    ops.test_many = nothing_to_test;
+    loom_comm_t comm = nullptr;
+    EXPECT_EQ(loom_comm_create_with_transport(&ops, &comm), LOOM_SUCCESS) << loom_last_error();
+    return comm;
+}
 
 // fuzz_c_api: a persistent alltoall of no elements from a NULL sendbuf (as
 // MPI allows) passed the NULL to memcpy with 0 bytes (UBSan: "null pointer
 // passed as argument 2, which is declared to never be null"), in the
 // shared slots' one-rank path.
 TEST(FuzzRegressions, PersistentCallOfNothingFromANullBufferRuns) {
-    loom_transport_t ops{};
-    ops.version = LOOM_TRANSPORT_VERSION;
-    ops.size = 1;
-    ops.max_tag = 1u << 30;
-    ops.isend = never_posted;
-    ops.irecv = never_received;
-    ops.test_many = nothing_to_test;
-    loom_comm_t comm = nullptr;
-    ASSERT_EQ(loom_comm_create_with_transport(&ops, &comm), LOOM_SUCCESS) << loom_last_error();
+    loom_comm_t comm = comm_reaching_nobody(1);
+    ASSERT_NE(comm, nullptr);
     unsigned char recv = 0xA5;
     loom_request_t req = nullptr;
     ASSERT_EQ(loom_alltoall_init(nullptr, &recv, 0, LOOM_INT8, comm, &req), LOOM_SUCCESS) << loom_last_error();
@@ -147,16 +152,8 @@ TEST(FuzzRegressions, PersistentCallOfNothingFromANullBufferRuns) {
 // loom_comm_prepare checked each reduce_scatter count but not their sum,
 // which the call refuses, and built a plan for about 2^60 elements (it hung).
 TEST(FuzzRegressions, PrepareRefusesCountsWhoseSumIsTooLargeAsTheCallDoes) {
-    loom_transport_t ops{};
-    ops.version = LOOM_TRANSPORT_VERSION;
-    ops.rank = 0;
-    ops.size = 3;
-    ops.max_tag = 1u << 30;
-    ops.isend = never_posted;
-    ops.irecv = never_received;
-    ops.test_many = nothing_to_test;
-    loom_comm_t comm = nullptr;
-    ASSERT_EQ(loom_comm_create_with_transport(&ops, &comm), LOOM_SUCCESS) << loom_last_error();
+    loom_comm_t comm = comm_reaching_nobody(3);
+    ASSERT_NE(comm, nullptr);
     const int64_t counts[3] = {1, int64_t{1} << 60, 0};
     const char *algorithm = nullptr;
     EXPECT_EQ(loom_comm_prepare(comm, "reduce_scatter", 0, counts, LOOM_INT8, 0, &algorithm), LOOM_ERR_INVALID_COUNT);
