@@ -22,7 +22,7 @@ cd build-mpich
 grep -q "^MPIEXEC = $launcher$" Makefile || { echo "FAIL: configure did not pick $launcher"; exit 1; }
 make -j"$(nproc)" src/libloom.la src/loom-info perf/loom-bench \
     tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread \
-    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report perf/loom-soak >/dev/null
+    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch perf/loom-soak >/dev/null
 # Linked against MPICH, not Open MPI.
 if ! ldd src/.libs/libloom.so | grep -q libmpich || ldd src/.libs/libloom.so | grep -q libmpi.so; then
     echo "FAIL: libloom is not linked against MPICH alone:"; ldd src/.libs/libloom.so | grep -i mpi

@@ -100,9 +100,11 @@ mismatch() {
     shift 3
     fault test_mismatch "$np" "$label" "$args" "" "$@"
 }
-mismatch 3 "one node" -s
-mismatch 5 "one node" -s
-if [ "$mpi_only" != 1 ]; then
+if [ "$mpi_only" = 1 ]; then
+    mismatch 3 "through the MPI beneath" ""
+else
+    mismatch 3 "one node" -s
+    mismatch 5 "one node" -s
     mismatch 4 "2 emulated nodes" "" LOOM_TOPOLOGY=nodes=2 OMPI_MCA_btl_vader_single_copy_mechanism=none
     mismatch 3 "without shared memory" "" LOOM_SHARED_MEMORY=0 OMPI_MCA_btl_vader_single_copy_mechanism=none
 fi
