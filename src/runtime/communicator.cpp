@@ -182,9 +182,7 @@ Status Request::advance_node_slots() {
         if (node_slot_.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
     } else if (node_slot_.failed() && error_ == LOOM_SUCCESS) {
         // result() reports it to the caller; a leader's revoke is published before the outcome.
-        std::string why;
-        if (comm_->revoked_by_peer(call_number_, &why)) {
-            comm_->revoke(call_number_, why, false);
+        if (comm_->revoked_by_peer(call_number_)) {
             error_ = LOOM_ERR_MISMATCH;
             error_message_ = comm_->revoked_;
         } else {
@@ -248,13 +246,7 @@ void Request::end_with(Status error, std::string message) {
     if (traced_) comm_->trace_end(*this);
 }
 
-void Request::mismatched() {
-    char head[96];
-    std::snprintf(head, sizeof head, "%s #%llu on rank %d: ", collective_name(collective_),
-                  static_cast<unsigned long long>(call_number_), comm_->rank());
-    comm_->revoke(call_number_, head + error_message_, true);
-    error_message_ = comm_->revoked_;
-}
+void Request::mismatched() { error_message_ = comm_->revoke_found(collective_, call_number_, error_message_); }
 
 Status Request::test(bool *done) {
     if (!comm_) {  // its communicator was freed: finished or abandoned then
@@ -286,12 +278,9 @@ Status Request::test(bool *done) {
         const Status st = comm_->report_hang(w, this, nullptr);
         if (st != LOOM_SUCCESS) end_with(st, last_error_message());  // hang_abort: the call ends here with the report
     }
-    std::string why;
     if (!finished_ && ++revoke_looks_ % Communicator::kLooksPerRevokeCheck == 0 &&
-        comm_->revoked_by_peer(call_number_, &why)) {
-        comm_->revoke(call_number_, why, false);
+        comm_->revoked_by_peer(call_number_))
         end_with(LOOM_ERR_MISMATCH, comm_->revoked_);
-    }
     *done = finished_;
     // Now and then the other communicators' calls too, as MPI_Test would:
     // a peer may be waiting for one of them before it can serve this one.
@@ -413,12 +402,22 @@ void Communicator::revoke(uint64_t call, const std::string &why, bool tell_peers
     if (t_on_progress_thread) untold_revoke_ = call;  // transports that enter MPI are told from the caller's thread
 }
 
-bool Communicator::revoked_by_peer(uint64_t call, std::string *why) {
+const std::string &Communicator::revoke_found(Collective collective, uint64_t call, const std::string &what) {
+    char head[96];
+    std::snprintf(head, sizeof head, "%s #%llu on rank %d: ", collective_name(collective),
+                  static_cast<unsigned long long>(call), rank_);
+    revoke(call, head + what, true);
+    return revoked_;
+}
+
+bool Communicator::revoked_by_peer(uint64_t call) {
     uint64_t revoked = 0;
     int peer = -1;
     if (!router_->revoked_by_peer(&revoked, &peer) || revoked > call) return false;
-    *why = "rank " + std::to_string(peer) + " found that the ranks called collective #" + std::to_string(revoked) +
-           " with different arguments (count, type or op)";
+    revoke(call,
+           "rank " + std::to_string(peer) + " found that the ranks called collective #" + std::to_string(revoked) +
+               " with different arguments (count, type or op)",
+           false);
     return true;
 }
 
@@ -899,11 +898,8 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
                             watch.waited_s()};
             LOOM_RETURN_IF_ERROR(report_hang(w, nullptr, &slot));
         }
-        std::string why;
-        if (polls % kLooksPerRevokeCheck == kLooksPerRevokeCheck - 1 && revoked_by_peer(call_number, &why)) {
-            revoke(call_number, why, false);
+        if (polls % kLooksPerRevokeCheck == kLooksPerRevokeCheck - 1 && revoked_by_peer(call_number))
             return fail(LOOM_ERR_MISMATCH, revoked_);
-        }
         if (!active_.empty()) {
             Status st = progress_all();  // earlier nonblocking calls, ours among them
             (void)st;                    // their errors are theirs
@@ -912,13 +908,9 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
         if (polls % Request::kTestsPerWalk == Request::kTestsPerWalk - 1) progress_other_communicators(this);
         wait_for_slots(polls);
     }
-    if (slot.failed()) {
-        char head[96];
-        std::snprintf(head, sizeof head, "%s #%llu on rank %d: ", collective_name(args.collective),
-                      static_cast<unsigned long long>(call_number), rank_);
-        revoke(call_number, head + slot_mismatch(args, rank_, slot.mismatched_rank()), true);
-        return fail(LOOM_ERR_MISMATCH, revoked_);
-    }
+    if (slot.failed())
+        return fail(LOOM_ERR_MISMATCH,
+                    revoke_found(args.collective, call_number, slot_mismatch(args, rank_, slot.mismatched_rank())));
     return LOOM_SUCCESS;
 }
 

@@ -482,8 +482,12 @@ class Communicator {
     uint64_t untold_revoke_ = 0;  // found on the progress thread: the caller's next test tells the peers
     static constexpr uint32_t kLooksPerRevokeCheck = 256;
     void revoke(uint64_t call, const std::string &why, bool tell_peers);
-    // Whether a peer revoked collective `call` or an earlier one; *why then names it.
-    bool revoked_by_peer(uint64_t call, std::string *why);
+    // This rank found `collective` #call mismatched (`what`): revokes and
+    // tells the peers; the error the call fails with.
+    const std::string &revoke_found(Collective collective, uint64_t call, const std::string &what);
+    // Whether a peer revoked collective `call` or an earlier one; if so this
+    // rank revokes too (revoked_ names that peer).
+    bool revoked_by_peer(uint64_t call);
     // The error of a call on an abandoned or revoked communicator (LOOM_SUCCESS: neither).
     Status closed() const;
     uint64_t hang_timeout_ns() const { return static_cast<uint64_t>(config_.integer(kParamHangTimeout)) * 1000000000ULL; }
