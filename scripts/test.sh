@@ -33,6 +33,20 @@ bed_fail=$(cat tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log
 total_pass=$(( ${unit_pass:-0} + ${mpi_pass:-0} + ${comp_pass:-0} + ${bed_pass:-0} ))
 total_fail=$(( ${unit_fail:-0} + ${mpi_fail:-0} + ${comp_fail:-0} + ${bed_fail:-0} ))
 [ "$rc" -ne 0 ] && [ "$total_fail" -eq 0 ] && total_fail=1
+# Each failure again, with what its log printed after it, last: where only
+# the tail of the output is kept (CI), the failures are still in it.
+if [ "$total_fail" -ne 0 ]; then
+    for trs in tests/unit/*.trs tests/mpi/*.trs cuda/*.trs; do
+        grep -q "^:test-result: FAIL" "$trs" 2>/dev/null || continue
+        log=${trs%.trs}.log
+        echo "== failures in $log"
+        if grep -q -E "^FAIL: |^\[  FAILED  \]" "$log"; then
+            grep -A 12 -E "^FAIL: |^\[  FAILED  \]" "$log" | head -60
+        else
+            tail -30 "$log"
+        fi
+    done
+fi
 echo "suite took $(( $(date +%s) - start )) s"
 echo "$total_pass passed, $total_fail failed"
 exit $rc
