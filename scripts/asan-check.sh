@@ -1,7 +1,8 @@
 #!/bin/sh
 # AddressSanitizer and UndefinedBehaviorSanitizer check: builds libloom,
 # coll/loom, the unit tests and the MPI test programs with
-# -fsanitize=address,undefined in build-asan/, then runs the unit tests
+# -fsanitize=address,undefined in build-asan/ (or LOOM_ASAN_BUILD, any
+# folder: CI builds outside the source tree), then runs the unit tests
 # (the algorithm matrices in part: time) and libloom's and coll/loom's MPI
 # tests on 2 and 3 ranks (all programs but test_persistent: its own malloc).
 # Any report fails the run: a memory error, undefined behaviour (UBSan
@@ -14,9 +15,9 @@ cd "$(dirname "$0")/.."
 src=$(pwd)
 start=$(date +%s)
 [ -x configure ] || autoreconf -fi >/dev/null
-mkdir -p build-asan
-cd build-asan
-[ -f Makefile ] || ../configure --quiet --enable-sanitizers=address,undefined
+mkdir -p "${LOOM_ASAN_BUILD:-build-asan}"
+cd "${LOOM_ASAN_BUILD:-build-asan}"
+[ -f Makefile ] || "$src/configure" --quiet --enable-sanitizers=address,undefined
 # -O1, as ASan advises, instead of -O3: half the compile time on 2 cores.
 opt="LOOM_OPT_FLAGS=-O1 -g"
 coll=no

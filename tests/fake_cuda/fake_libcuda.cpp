@@ -20,8 +20,8 @@
 #include <mutex>
 #include <string>
 
-#include "../../cuda/engine_kernels.hpp"
-#include "../../cuda/reductions.hpp"
+#include "cuda/engine_kernels.hpp"
+#include "cuda/reductions.hpp"
 
 namespace {
 

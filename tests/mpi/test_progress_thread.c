@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../perf/progress_threads.h"
+#include "perf/progress_threads.h"
 #include "loom.h"
 
 static int rank, size, failures;

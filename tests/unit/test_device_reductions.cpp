@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../../cuda/reductions.hpp"
+#include "cuda/reductions.hpp"
 #include "core/datatype.hpp"
 
 namespace loom {

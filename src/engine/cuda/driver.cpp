@@ -14,8 +14,8 @@
 #include <set>
 #include <utility>
 
-#include "../../cuda/engine_kernels.hpp"
-#include "../../cuda/reductions.hpp"
+#include "cuda/engine_kernels.hpp"
+#include "cuda/reductions.hpp"
 #include "engine/cuda/kernel_image.hpp"
 #endif
 
