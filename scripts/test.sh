@@ -1,10 +1,12 @@
 #!/bin/sh
-# The README's test command: configure, build and run the whole suite
-# (unit tests, MPI integration tests) in build/. Prints a closing
-# "N passed, N failed" line.
+# The README's test command: install what is missing (Slurm included, so
+# the Slurm tests run), configure, build and run the whole suite (unit
+# tests, MPI integration tests, the cluster in a box) in build/. Prints a
+# closing "N passed, N failed" line.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+sh scripts/install-deps.sh --slurm
 [ -x configure ] || autoreconf -fi >/dev/null
 mkdir -p build
 cd build
