@@ -1,5 +1,7 @@
 // The one list of algorithms. Each lives in its own file
-// (<collective>_<algorithm>.cpp) and is declared here in preference order.
+// (<collective>/<algorithm>.cpp; one serving several collectives,
+// <algorithm>.cpp) and is declared here; all_algorithms() lists them in
+// preference order.
 #include "algorithms/algorithm.hpp"
 
 namespace loom {

@@ -59,7 +59,7 @@ class Execution {
 
     const Program *program_;
     Transport &transport_;
-    size_t transport_ranks_;  // asked once: a virtual call per start showed in profiles
+    size_t transport_ranks_;  // asked once: no virtual call per start
     uint32_t tag_;
     ExecutionBuffers buffers_;
     std::vector<uint32_t> unmet_;

@@ -1,6 +1,6 @@
 // The one parameter table. Each knob is declared once (name, type, default,
 // level, help); it feeds the LOOM_* environment variables, loom_comm_set_param,
-// loom-info's listing, the man page and (later) the coll/loom MCA variables.
+// loom-info's listing, the man page and the coll/loom MCA variables.
 #pragma once
 #include <array>
 #include <string>

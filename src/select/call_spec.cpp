@@ -47,9 +47,8 @@ size_t alltoall_ring_piece_bytes(const CollArgs &a, const Config &config, size_t
     const size_t block = a.count * a.elem_size;
     const size_t piece = ring_message_max;
     // Whole-ring blocks only: with more, the sender waits for the receiver
-    // to drain the ring, a scheduler slice when they share a core (4 ranks:
-    // 1 MiB blocks in 128 KiB pieces ran 1.13x Open MPI's single-copy path;
-    // 256 KiB blocks 0.78x, where the PML had taken 1.05x).
+    // to drain the ring, a scheduler slice when they share a core
+    // (docs/design.md, "The shared-memory path").
     if (piece == 0 || block <= piece || block > ring_bytes ||
         block > static_cast<size_t>(config.integer(kParamAlltoallShmMaxBytes)))
         return 0;

@@ -55,7 +55,8 @@ constexpr int kModelMaxRanks = 256;
 // Segmented plans have steps for every segment of every rank: above this
 // many segments (of the larger buffer) times ranks, predict_time() declines
 // too (in 256 KiB segments: above 512 MiB on 8 ranks, 16 MiB on 256), where
-// explaining a call took seconds to hours building and playing the plans.
+// building and playing the plans takes too long (docs/design.md, "Selection
+// and the cost model").
 constexpr double kModelMaxSegmentSteps = 1 << 14;
 
 // Predicted microseconds for `algo` on `args` (which must be applicable).

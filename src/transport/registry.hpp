@@ -1,7 +1,8 @@
 // The one list of transports that communicators made from an MPI
 // communicator set up, in the order messages try them, before MPI
 // point-to-point, which carries everything else (NCCL's transport list).
-// Adding a transport: its folder under src/transport/ and one line here.
+// Adding a transport: its folder under src/transport/ and one line in
+// registry.cpp (docs/design.md, "Adding a transport").
 #pragma once
 #include <vector>
 

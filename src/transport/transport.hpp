@@ -3,7 +3,7 @@
 // else. Messages between a pair with the same tag match in posting order.
 //
 // Several transports serve one communicator (shared memory within a node,
-// the PML or MPI across, later a UCX worker per rail): a Router
+// a UCX worker per rail across nodes, the PML or MPI for the rest): a Router
 // (transport/router.hpp) asks each, in preference order, whether it carries a
 // message, the way NCCL picks the first transport whose canConnect accepts a
 // peer pair. A transport's own policy (ring limits, copy paths) stays inside

@@ -3,15 +3,11 @@
 // receiver out of it; eager) or by single copy (the receiver reads the send
 // buffer from the sender's memory with process_vm_readv; a system call and a
 // rendezvous). Which is faster depends on what moving data between cores
-// costs at the moment, and on a virtual machine the host changes that under
-// us: on this project's 2-vCPU machine a 32 KiB handoff between the vCPUs
-// cost 0.7, 1.7 or 4.2 us from one 20-second probe to the next, and in some
-// periods 16-256 KiB alltoalls through the rings took 1.3-2.8x Open MPI's
-// time while single copy stayed at 0.9-1.1x. The copy times alone did not
-// always show it, so whole blocking calls are timed: the mean call time of
-// the path in use, the cheaper one used, the other tried now and then. Means,
-// not minimums: in those periods the fastest ring calls stayed fast while
-// the average doubled.
+// costs at the moment, which on a virtual machine the host changes, and the
+// copy times alone do not show it: so whole blocking calls are timed, the
+// path with the lower mean call time used, the other tried now and then.
+// Means, not minimums: a slow period raises the mean, not the fastest calls
+// (docs/design.md, "Single copy").
 //
 // Every rank runs the same calls in the same order, so all take their tries
 // on the same calls; each decides alone, and a message arrives either way.

@@ -16,9 +16,9 @@ Status os_error(const std::string &what, const std::string &name) {
 }
 
 // MAP_POPULATE: page faults happen here, when a communicator is set up or a
-// peer first mapped, not one per ring cell inside the first collectives
-// (with 256 KiB rings the first 64 calls of a small-message loop each took
-// a fault, which made the first size of a benchmark 1.5-3x slower).
+// peer first mapped, not one per ring cell inside the first collectives,
+// where they slowed a program's first calls (docs/design.md, "The
+// shared-memory path").
 Status map_fd(int fd, size_t bytes, const std::string &name, unsigned char **out) {
     void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) return os_error("mmap", name);

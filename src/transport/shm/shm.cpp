@@ -410,12 +410,12 @@ inline void SharedMemoryTransport::pull_messages(size_t li) {
 // complete anyway (a single-copy one completes when its receive comes,
 // as through the PML), and a receive posted later takes it with one copy
 // instead of two. Ranks a loop iteration ahead send early all the time
-// on shared cores; copying those messages out twice made alltoall of
-// 16-128 KiB blocks 1.2-2.9x slower than the PML.
+// on shared cores, and copying those messages out twice cost more than the
+// PML's one copy (docs/design.md, "The shared-memory path").
 //
 // Flattened: GCC inlined the deque erase below (libstdc++'s _M_erase)
-// while these types were private to one file; called out of line, it cost
-// a small message 5% more instructions.
+// while these types were private to one file; called out of line, it made
+// a small message dearer (docs/design.md, "Measurements behind code choices").
 __attribute__((flatten)) inline bool SharedMemoryTransport::begin_message(PeerState &ps, size_t li, uint32_t tag,
                                                                           uint64_t bytes) {
     for (auto it = ps.recvs.begin(); it != ps.recvs.end(); ++it) {

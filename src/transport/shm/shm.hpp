@@ -34,8 +34,7 @@ ShmGeometry shm_geometry_for(size_t nlocal);
 // Largest message the rings should carry: at most half a ring. A message
 // that fills the ring makes its sender wait for the receiver to drain it,
 // and when both share a core that costs a scheduler slice per ring
-// (alltoall of 256 KiB blocks through 256 KiB rings ran 2.6-2.9x slower
-// than through the PML).
+// (docs/design.md, "The shared-memory path").
 size_t shm_ring_message_limit(const ShmGeometry &g, size_t requested);
 
 // What a rank knows about its node: the communicator ranks that share it

@@ -217,11 +217,10 @@ class SharedMemoryTransport final : public Transport {
         ch->probe_value = kSingleCopyProbe;
     }
 
-    // Defined in shm.cpp, the only file that calls them, and inline, as they
-    // were while the class was defined in one piece: GCC then weighs
-    // inlining them into their callers as it did (not inline, it called
-    // most of them out of line, and a small message took 14% more
-    // instructions).
+    // Defined in shm.cpp, the only file that calls them, and inline, so that
+    // GCC weighs inlining them into their callers: not inline, it called most
+    // of them out of line, which made a small message dearer (docs/design.md,
+    // "Measurements behind code choices").
     inline void publish_copy_path(uint32_t slot, int path);
     inline int shared_copy_path(uint32_t slot) const;
     inline Status not_carried(int peer, size_t bytes) const;
@@ -241,8 +240,8 @@ class SharedMemoryTransport final : public Transport {
     inline void deliver(const Unexpected &u, ShmOp *op);
 
     // single_copy.cpp: called from shm.cpp only while single copy is on,
-    // out of line (about 85 instructions more per single-copy message than
-    // when they were inlined, beside its process_vm_readv).
+    // out of line: the calls cost little beside a message's process_vm_readv
+    // (docs/design.md, "Measurements behind code choices").
     bool push_single_copy(PeerState &ps, ShmOp *op, unsigned char *inbox);
     // Every send looks for single-copy sends that have been read, before
     // and after finding cells free: the test for none stays inline, so that

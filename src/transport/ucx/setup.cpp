@@ -356,9 +356,9 @@ void check_rails(Communicator &c, void *context) {
     }
     // A move must be seen twice in a row, alike within a tenth: the rates
     // are measured from the posted receive, so a wait for a late sender
-    // weighs on every rail alike and single readings wander (on equal rails
-    // they swung to 0.20/0.80 and 0.89/0.11 within 16 calls); a rail that
-    // is really slower reads so every time. Every rank sees the same sums.
+    // weighs on every rail alike and single readings wander (docs/design.md,
+    // "The rails"); a rail that is really slower reads so every time. Every
+    // rank sees the same sums.
     std::vector<double> &pending = t.pending_weights();
     bool confirmed = moved && pending.size() == rails;
     for (size_t r = 0; confirmed && r < rails; ++r) confirmed = std::fabs(next[r] - pending[r]) <= 0.1 * pending[r];
