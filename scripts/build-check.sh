@@ -1,6 +1,6 @@
 #!/bin/sh
 # Loom builds wherever configure runs: copies the source tree (the files git
-# tracks, or the tree without its build folders) to a scratch folder and
+# tracks or would track, or the tree without its build folders) to a scratch folder and
 # builds libloom, coll/loom and loom-info there in the source folder itself,
 # as `autoreconf -fi && ./configure && make` does, then runs loom-info.
 # (test.sh builds in build/, and CI's ASan check in a folder outside the
@@ -12,7 +12,7 @@ start=$(date +%s)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-build-check.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$scratch"
+    git ls-files -z --cached --others --exclude-standard | tar -cf - --null -T - | tar -xf - -C "$scratch"
 else
     tar -cf - --exclude='./build*' --exclude=./autom4te.cache --exclude=./configure --exclude=./Makefile . |
         tar -xf - -C "$scratch"
