@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/datatype.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 
 using namespace loom;
 using Clock = std::chrono::steady_clock;

@@ -2,9 +2,33 @@
 
 #include <algorithm>
 #include <map>
+#include <cstdlib>
 #include <sstream>
 
 namespace loom {
+namespace {
+
+// The rank count is known only to the communicator: the form is checked
+// here, against the fewest ranks it allows (a label each, or one per node):
+// coll/loom sets it on every communicator.
+Status check_topology(const ParamSpec &spec, const std::string &value) {
+    if (value.empty()) return LOOM_SUCCESS;
+    const size_t nodes_at = value.find("nodes=");
+    size_t ranks = nodes_at == std::string::npos ? static_cast<size_t>(std::count(value.begin(), value.end(), ',') + 1)
+                                                 : std::strtoul(value.c_str() + nodes_at + 6, nullptr, 10);
+    ranks = std::min(std::max<size_t>(ranks, 1), size_t{1} << 20);
+    NodeMap m;
+    return NodeMap::parse(value, static_cast<int>(ranks), &m) == LOOM_SUCCESS ? LOOM_SUCCESS : invalid_value_of(spec);
+}
+
+}  // namespace
+
+const ParamId kParamTopology = declare_param(ParamSection::topology,
+    {"topology", ParamType::topology, "", 4,
+         "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
+         "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
+         "and shared memory links only ranks of one emulated node (read when the communicator is created)",
+         0, 0, Collective::allreduce, nullptr, check_topology});
 
 int NodeMap::max_ranks_per_node() const {
     int m = 0;

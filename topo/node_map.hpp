@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/status.hpp"
 
 namespace loom {
+
+extern const ParamId kParamTopology;
 
 struct NodeMap {
     std::vector<int> node_of;               // per communicator rank, nodes numbered by first appearance

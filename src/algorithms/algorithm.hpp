@@ -4,9 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/plan.hpp"
 
 namespace loom {
+
+extern const ParamId kParamSegmentSize;
+extern const ParamId kParamKnomialRadix;
+extern const ParamId kParamAlltoallMaxOutstanding;
 
 struct AlgorithmInfo {
     Collective collective;

@@ -12,6 +12,7 @@
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_ipc_call.hpp"
+#include "transport/shm/params.hpp"
 #include "runtime/device_staging.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"

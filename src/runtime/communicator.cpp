@@ -1,7 +1,9 @@
 #include "runtime/communicator.hpp"
 
 #include "core/clock.hpp"
+#include "placement.hpp"
 #include "runtime/progress_thread.hpp"
+#include "transport/shm/params.hpp"
 
 #include "engine/cuda/driver.hpp"
 #include "select/call_spec.hpp"
@@ -16,6 +18,40 @@
 #include <cstring>
 
 namespace loom {
+
+const ParamId kParamHangTimeout = declare_param(ParamSection::diagnostics,
+    {"hang_timeout", ParamType::integer, "0", 3,
+         "Seconds a collective may wait before it prints, once, who it waits for: its collective and call number, "
+         "the ranks of this node that have not entered it, and the ranks whose messages or shared slots it waits "
+         "for (loom_comm_state gives the same text); 0 waits for ever without a word, as MPI does",
+         0, 1LL << 30, Collective::allreduce});
+const ParamId kParamHangAbort = declare_param(ParamSection::diagnostics,
+    {"hang_abort", ParamType::integer, "0", 3,
+         "1: a collective that has waited hang_timeout seconds fails with an error naming the ranks it waits for, "
+         "and every later collective on the communicator fails with it (free the communicator); 0: it goes on "
+         "waiting, as MPI does",
+         0, 1, Collective::allreduce});
+
+const ParamId kParamSlotsWait = declare_param(ParamSection::progress,
+    {"slots_wait", ParamType::choice, "auto", 5,
+         "How a rank waits for the others in a shared-slots call: spin on their generation words; yield, giving "
+         "its core away between looks (through the progress engine below where it yields by itself, as Open MPI's "
+         "does with mpi_yield_when_idle); auto, spin where this rank has a core of its own (bound to one core, or as "
+         "many cores as ranks on the node) and yield otherwise. coll/loom sets yield where Open MPI's "
+         "mpi_yield_when_idle is on (mpirun sets it when it oversubscribes)",
+         0, 0, Collective::allreduce, "auto,spin,yield"});
+const ParamId kParamWait = declare_param(ParamSection::progress,
+    {"wait", ParamType::choice, "auto", 4,
+         "How a rank waits for a collective's messages: spin, polling without pause; sleep, after wait_spin_us "
+         "without news, in the kernel until a transport that can wake it (the rails' UCX workers) has news, at most "
+         "a millisecond at a time (the others are polled between sleeps); auto, sleep where this rank shares its "
+         "cores with other ranks (bound to fewer cores than one each, or more ranks on the node than cores) and "
+         "spin otherwise",
+         0, 0, Collective::allreduce, "auto,spin,sleep"});
+const ParamId kParamWaitSpinUs = declare_param(ParamSection::progress,
+    {"wait_spin_us", ParamType::integer, "50", 5,
+         "How long a wait that may sleep polls without news before it sleeps, in microseconds",
+         0, 1LL << 30, Collective::allreduce});
 
 // Holds the communicator's lock while the progress thread is attached.
 // The last one out wakes the thread when it has new work or was locked out.
@@ -97,35 +133,8 @@ Request::~Request() {
     erase_one(comm_->active_, this);
     erase_one(comm_->live_, this);
     if (persistent_) --comm_->persistent_requests_;
-    comm_->keep_spare(std::move(scratch_));
-    comm_->keep_spare(std::move(snapshot_));
-}
-
-void Communicator::keep_spare(std::vector<unsigned char> &&buffer) {
-    constexpr size_t kMostBuffers = 8, kMostBytes = size_t{512} << 20;
-    if (buffer.capacity() < kSmallestSpare) return;
-    size_t held = buffer.capacity();
-    for (const auto &b : spare_buffers_) held += b.capacity();
-    // The smallest go first.
-    while (!spare_buffers_.empty() && (spare_buffers_.size() >= kMostBuffers || held > kMostBytes)) {
-        auto smallest = std::min_element(spare_buffers_.begin(), spare_buffers_.end(),
-                                         [](const auto &x, const auto &y) { return x.capacity() < y.capacity(); });
-        if (smallest->capacity() > buffer.capacity()) return;  // this one is the smallest: drop it
-        held -= smallest->capacity();
-        spare_buffers_.erase(smallest);
-    }
-    if (held > kMostBytes) return;
-    spare_buffers_.push_back(std::move(buffer));
-}
-
-void Communicator::take_spare(std::vector<unsigned char> &into, size_t bytes) {
-    if (into.capacity() >= bytes) return;
-    auto best = spare_buffers_.end();
-    for (auto it = spare_buffers_.begin(); it != spare_buffers_.end(); ++it)
-        if (it->capacity() >= bytes && (best == spare_buffers_.end() || it->capacity() < best->capacity())) best = it;
-    if (best == spare_buffers_.end()) return;
-    into.swap(*best);
-    if (best->capacity() < kSmallestSpare) spare_buffers_.erase(best);  // what was in `into`: not worth keeping
+    comm_->spare_buffers_.keep(std::move(scratch_));
+    comm_->spare_buffers_.keep(std::move(snapshot_));
 }
 
 std::unique_ptr<Request> Communicator::make_request() {
@@ -506,29 +515,8 @@ bool Communicator::arm_for_thread_sleep(std::vector<int> *fds) {
 }
 
 bool Communicator::core_per_local_rank(bool trust_yield_hint) const {
-    const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");  // as `mpirun --mca` passes it
-    if (trust_yield_hint && yield && std::strcmp(yield, "1") == 0) return false;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
-    const long allowed = CPU_COUNT(&set);
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    // Bound to fewer cores than the machine has: mpirun gave us a core
-    // (--bind-to core) when it is one; unbound, the node's ranks share them all.
-    if (allowed < online) return allowed >= 1;
     // Emulated nodes are all on this machine.
-    return online >= (nodes_.emulated ? size_ : shared_memory_ranks_);
-}
-
-bool Communicator::spare_core_for_thread() const {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
-    const long allowed = CPU_COUNT(&set);
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    // Bound to some cores: the thread shares them. Unbound: the node's ranks share every core.
-    if (allowed < online) return allowed >= 2;
-    return online >= 2L * shared_memory_ranks_;
+    return core_per_rank(nodes_.emulated ? size_ : shared_memory_ranks_, trust_yield_hint);
 }
 
 void Communicator::use_progress_thread() {
@@ -536,7 +524,7 @@ void Communicator::use_progress_thread() {
     thread_decided_ = true;
     const long long mode = config_.integer(kParamProgressThread);
     if (mode == kProgressThreadOff) return;
-    if (mode == kProgressThreadAuto && !spare_core_for_thread()) {
+    if (mode == kProgressThreadAuto && !spare_core_per_rank(shared_memory_ranks_)) {
         caller_driven_why_ = "auto: no core to spare for it";
         return;
     }
@@ -646,43 +634,16 @@ void Communicator::finish_active() {
     active_.clear();
 }
 
-size_t Communicator::PlanKeyHash::operator()(const PlanKey &k) const {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
-    mix(static_cast<uint64_t>(k.collective) << 1 | k.in_place);
-    mix(static_cast<uint64_t>(k.memory));
-    mix(k.count);
-    mix(k.elem_size);
-    mix(k.config_generation << 1 | k.progress_thread);
-    for (size_t c : k.recv_counts) mix(c);
-    return static_cast<size_t>(h);
-}
-
 Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
-    // Loops repeat one call: check the last plan before hashing.
-    if (last_plan_ && last_key_.collective == a.collective && last_key_.in_place == a.in_place &&
-        last_key_.memory == a.memory && last_key_.count == a.count && last_key_.elem_size == a.elem_size &&
-        last_key_.config_generation == config_.generation() && last_key_.recv_counts == a.recv_counts &&
-        last_key_.progress_thread == a.progress_thread) {
-        *out = last_plan_;
-        return LOOM_SUCCESS;
-    }
+    if ((*out = plans_.last(a, config_.generation()))) return LOOM_SUCCESS;
     LOOM_RETURN_IF_ERROR(lookup_plan(a, out));
-    last_key_ = PlanKey{a.collective,          a.in_place,     a.memory,          a.count, a.elem_size,
-                        config_.generation(), a.recv_counts, a.progress_thread};
-    last_plan_ = *out;
+    plans_.remember_last(a, config_.generation(), *out);
     return LOOM_SUCCESS;
 }
 
 Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
-    PlanKey key{a.collective,          a.in_place,     a.memory,          a.count, a.elem_size,
-                config_.generation(), a.recv_counts, a.progress_thread};
-    auto hit = cache_.find(key);
-    if (hit != cache_.end()) {
-        lru_.splice(lru_.begin(), lru_, hit->second);
-        *out = &hit->second->second;
-        return LOOM_SUCCESS;
-    }
+    PlanKey key = PlanKey::of(a, config_.generation());
+    if ((*out = plans_.find(key))) return LOOM_SUCCESS;
     Selection sel;
     CollArgs tuned = with_knobs(a);
     LOOM_RETURN_IF_ERROR(select_algorithm(config_, tuned, &sel));
@@ -692,7 +653,7 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     forget_retired_plans();
     // Selection refused memory without an engine; host steps run inline.
     Engine *engine = a.memory == MemoryType::host ? nullptr : engine_for(a.memory);
-    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), next_plan_id_++,
+    CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), plans_.take_id(),
                     engine};
     if (!sel.algorithm->plan_free) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
     // The slots progress in the caller's calls, not the thread's.
@@ -700,27 +661,13 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
-    lru_.emplace_front(std::move(key), std::move(plan));
-    cache_[lru_.front().first] = lru_.begin();
-    const size_t capacity = static_cast<size_t>(config_.integer(kParamPlanCacheEntries));
-    while (lru_.size() > capacity) {
-        if (&lru_.back().second == last_plan_) last_plan_ = nullptr;  // evicted: forget the shortcut
-        retired_.emplace_back(lru_.back().second.id, lru_.back().second.program);
-        cache_.erase(lru_.back().first);
-        lru_.pop_back();
-    }
-    *out = &lru_.front().second;
+    *out = plans_.insert(std::move(key), std::move(plan), static_cast<size_t>(config_.integer(kParamPlanCacheEntries)));
     return LOOM_SUCCESS;
 }
 
 void Communicator::forget_retired_plans() {
     // A request keeps its program alive: only ours is left when none runs it.
-    size_t kept = 0;
-    for (auto &r : retired_) {
-        if (r.second.use_count() == 1) router_->plan_removed(r.first);
-        else retired_[kept++] = std::move(r);
-    }
-    retired_.resize(kept);
+    plans_.forget_retired([this](uint32_t id) { router_->plan_removed(id); });
 }
 
 bool Communicator::predicted_time(CollArgs args, loom_datatype_t type, double *us) const {
@@ -961,10 +908,10 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
     req.tag_ = next_tag_;
     next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
     const size_t buffer = NodeSlotCall::buffer_bytes(req.args_);
-    take_spare(req.snapshot_, buffer);
+    spare_buffers_.take(req.snapshot_, buffer);
     req.snapshot_.resize(buffer);
     const size_t scratch = plan.program->scratch_count * args.elem_size;
-    take_spare(req.scratch_, scratch);
+    spare_buffers_.take(req.scratch_, scratch);
     req.scratch_.resize(scratch);
     const uint64_t generation = alone ? 0 : slots_started_ + 1;
     if (!alone) slots_started_ += 2;  // the node's inputs, then the leader's result
@@ -1009,13 +956,13 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
             eb.input = at;
         } else {
             const size_t bytes = args.input_count() * args.elem_size;
-            take_spare(req.snapshot_, bytes);
+            spare_buffers_.take(req.snapshot_, bytes);
             req.snapshot_.assign(at, at + bytes);
             eb.input = req.snapshot_.data();
         }
     }
     const size_t scratch_bytes = plan->program->scratch_count * args.elem_size;
-    take_spare(req.scratch_, scratch_bytes);
+    spare_buffers_.take(req.scratch_, scratch_bytes);
     req.scratch_.resize(scratch_bytes);
     eb.scratch = req.scratch_.data();
     const uint32_t tag = next_tag_;
@@ -1063,12 +1010,9 @@ void Communicator::explain_once(const CollArgs &args, const CachedPlan &plan) {
 }
 
 uint32_t Communicator::retire_plans() {
-    for (auto &entry : lru_) retired_.emplace_back(entry.second.id, entry.second.program);
-    lru_.clear();
-    cache_.clear();
-    last_plan_ = nullptr;
+    plans_.retire_all();
     forget_retired_plans();
-    return next_plan_id_;
+    return plans_.next_id();
 }
 
 Status Communicator::attach_rails(std::unique_ptr<Transport> rails, int count, std::string state) {
@@ -1120,7 +1064,7 @@ void Communicator::run_periodic(CollArgs &args, const CallData &call) {
 }
 
 void Communicator::run_deferred() {
-    std::vector<void (*)(Communicator &)> now;
+    std::vector<DeferredSetup> now;
     now.swap(deferred_);
     for (auto set_up : now) set_up(*this);
 }

@@ -3,42 +3,41 @@
 // Request, blocking calls are start + wait.
 #pragma once
 #include <atomic>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "node_map.hpp"
+#include "runtime/buffer_pool.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
+#include "runtime/plan_cache.hpp"
 #include "runtime/node_slot_call.hpp"
 #include "runtime/slot_call.hpp"
 #include "runtime/trace.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
+#include "transport/setup_context.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace loom {
 
-class Communicator;
+extern const ParamId kParamHangTimeout;
+extern const ParamId kParamHangAbort;
 
-// A built plan: what runs, why it was chosen, its id for the transports.
-struct CachedPlan {
-    const AlgorithmInfo *algorithm = nullptr;
-    std::string why;
-    std::shared_ptr<const Program> program;
-    uint32_t id = 0;
-    Engine *engine = nullptr;  // for its local steps; null: host memory, inline
-    // Made for the progress thread (CollArgs::progress_thread), and every
-    // message of it goes through a transport the thread may drive.
-    bool thread_drivable = false;
-    const char *thread_blocker = nullptr;  // otherwise, for such a plan: the transport the thread may not drive
-};
+extern const ParamId kParamSlotsWait;
+extern const ParamId kParamWait;
+extern const ParamId kParamWaitSpinUs;
+// The slots_wait parameter's values, by index.
+enum SlotsWaitMode { kSlotsWaitAuto = 0, kSlotsWaitSpin = 1, kSlotsWaitYield = 2 };
+// The wait parameter's values, by index.
+enum WaitMode { kWaitAuto = 0, kWaitSpin = 1, kWaitSleep = 2 };
+
+class Communicator;
 
 struct CallData {
     const void *sendbuf = nullptr;
@@ -146,7 +145,7 @@ class Request {
     Status error_ = LOOM_SUCCESS;
 };
 
-class Communicator {
+class Communicator final : public SetupContext {
   public:
     // `transport` carries everything no preferred transport takes (the
     // PML, MPI point-to-point); the router starts with it alone.
@@ -154,10 +153,10 @@ class Communicator {
     ~Communicator();
     // Kept: a transport's rank and size never change (wrapping it in shared
     // memory keeps them), and every call asks several times.
-    int rank() const { return rank_; }
-    int size() const { return size_; }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
     Config &config() { return config_; }
-    Router &transport() { return *router_; }
+    Router &transport() override { return *router_; }
     const Router &transport() const { return *router_; }
 
     // Validates nothing about user input (the C API does); args.nranks and the
@@ -182,21 +181,21 @@ class Communicator {
     // Sends messages to ranks of this node through shared memory (up to the
     // shm_max_bytes parameter). Only before the first collective: executions
     // keep a reference to the transport.
-    Status attach_shared_memory(SharedMemoryNode node);
+    Status attach_shared_memory(SharedMemoryNode node) override;
 
     // Adds the inter-node rails transport (any time, between calls): calls
     // already running keep their transports; the plan cache starts afresh,
     // because the node map now counts `rails` rails. `state` describes them
     // for the stats and loom-info.
-    Status attach_rails(std::unique_ptr<Transport> rails, int count, std::string state);
+    Status attach_rails(std::unique_ptr<Transport> rails, int count, std::string state) override;
     // Retires every cached plan; the id the next plan will get.
-    uint32_t retire_plans();
+    uint32_t retire_plans() override;
     // The rails' state: "" (none asked for), what attach_rails was told, or
     // why they were left out (each such communicator counts one fallback).
     const std::string &rails_state() const { return rails_state_; }
     // A rail left out or back, with its time, after the rails' description.
-    void rails_changed(const std::string &event) { rails_state_ += "; " + event; }
-    void rails_left_out(std::string why) {
+    void rails_changed(const std::string &event) override { rails_state_ += "; " + event; }
+    void rails_left_out(std::string why) override {
         rails_state_ = "off: " + std::move(why);
         ++rails_fallbacks_;
     }
@@ -206,23 +205,23 @@ class Communicator {
     // where the communicator was made without communication (coll/loom):
     // it runs at the start of the communicator's first collective, blocking,
     // nonblocking or persistent, which every rank calls in the same order.
-    void defer(void (*set_up)(Communicator &)) { deferred_.push_back(set_up); }
+    void defer(DeferredSetup set_up) { deferred_.push_back(set_up); }
     // A transport's agreement among the ranks (the rails' weights), run at
     // the start of every `every`-th blocking collective of at least
     // `min_bytes` (OSU's message size, equal on every rank): a point every
     // rank reaches at the same call.
-    void every_blocking_call(uint64_t every, size_t min_bytes, void (*fn)(Communicator &, void *), void *context) {
+    void every_blocking_call(uint64_t every, size_t min_bytes, Upkeep fn, void *context) override {
         periodic_.push_back({every, min_bytes, fn, context, 0});
     }
     // Collectives over this communicator's present transports, for set-ups.
-    Status allgather_bytes(const void *mine, size_t bytes, void *all);
-    Status allreduce_int64(int64_t *values, size_t n, loom_op_t op);
+    Status allgather_bytes(const void *mine, size_t bytes, void *all) override;
+    Status allreduce_int64(int64_t *values, size_t n, loom_op_t op) override;
     void run_deferred();  // the deferred set-ups, once
 
     // Which node each rank is on. Only before the first collective; plans
     // of node-aware algorithms depend on it.
     Status set_nodes(NodeMap nodes);
-    const NodeMap &nodes() const { return nodes_; }
+    const NodeMap &nodes() const override { return nodes_; }
     // Keeps the node_slots algorithms off: set-ups that find some node
     // without the shared slots say so on every rank (before the first collective).
     void forbid_node_slots() {
@@ -268,10 +267,10 @@ class Communicator {
     // The cost model's time for `args` (a host call) with the algorithm the
     // selector would take; false where it cannot tell (too many ranks).
     bool predicted_time(CollArgs args, loom_datatype_t type, double *us) const;
-    const Config &config() const { return config_; }
+    const Config &config() const override { return config_; }
     // For calls run outside the communicator (device buffers through CUDA IPC).
     void set_last_algorithm(Collective c, const char *name) { last_algorithm_[static_cast<int>(c)] = name; }
-    size_t cached_plans() const { return cache_.size(); }
+    size_t cached_plans() const { return plans_.size(); }
     uint64_t plan_builds() const { return plan_builds_; }
 
   private:
@@ -291,35 +290,14 @@ class Communicator {
     // Collectives still running when the communicator is freed: finished if
     // they can be within a while, else abandoned with an error.
     void finish_active();
-    // What a call's plan depends on. The parameters enter through their
-    // generation, so changing one never reuses a stale choice.
-    struct PlanKey {
-        Collective collective;
-        bool in_place;
-        MemoryType memory;
-        size_t count, elem_size;
-        uint64_t config_generation;
-        std::vector<size_t> recv_counts;
-        bool progress_thread;
-        bool operator==(const PlanKey &o) const {
-            return collective == o.collective && in_place == o.in_place && memory == o.memory && count == o.count &&
-                   elem_size == o.elem_size && config_generation == o.config_generation &&
-                   recv_counts == o.recv_counts && progress_thread == o.progress_thread;
-        }
-    };
-    struct PlanKeyHash {
-        size_t operator()(const PlanKey &k) const;
-    };
     // The selection and the plan for one key, made once. `id` names it to
     // the transports (never reused, so a request still running an evicted
     // plan keeps its transports' policy for it).
     // Fills what every call needs besides its shape: rank count, element
     // size, in-place, the node layout.
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
-    // Evicted plans whose ids the transports keep until no request runs them.
+    // Tells the router of evicted plans no request runs any more.
     void forget_retired_plans();
-    std::vector<std::pair<uint32_t, std::shared_ptr<const Program>>> retired_;
-    uint32_t next_plan_id_ = 0;
     // args plus what only choosing and building a plan reads: the
     // parameters' knobs and the alltoall piece size. Plans are cached under
     // the parameters' generation, so a call whose plan is cached needs
@@ -368,26 +346,15 @@ class Communicator {
                      const Program *program);
     void trace_end(Request &req);
 
-    // LRU plan cache: most recently used at the front.
-    std::list<std::pair<PlanKey, CachedPlan>> lru_;
-    std::unordered_map<PlanKey, decltype(lru_)::iterator, PlanKeyHash> cache_;
+    PlanCache plans_;
     std::unique_ptr<Request> blocking_;  // reused by run(): blocking calls allocate nothing
     // The blocking call a transport asked to be timed (kNoPlan: none).
     uint32_t timed_plan_ = Route::kNoPlan;
     uint64_t timed_start_ns_ = 0;
-    PlanKey last_key_{};
-    const CachedPlan *last_plan_ = nullptr;  // points into lru_; cleared when evicted
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
     std::vector<Request *> live_;  // every request not yet destroyed: freeing the communicator detaches them
-    // Scratch and snapshot buffers of destroyed requests, for the next
-    // nonblocking calls: memory fresh from the system costs a page fault
-    // per 4 KiB on first touch, and large ones come back to it when freed.
-    std::vector<std::vector<unsigned char>> spare_buffers_;
-    static constexpr size_t kSmallestSpare = 64 << 10;  // smaller buffers are not worth keeping
-    void keep_spare(std::vector<unsigned char> &&buffer);
-    // Gives `into` a spare of at least `bytes` if it has less room and one is kept.
-    void take_spare(std::vector<unsigned char> &into, size_t bytes);
+    BufferPool spare_buffers_;  // scratch and snapshots of destroyed requests
     // A request of this communicator, registered (freeing the communicator detaches it).
     std::unique_ptr<Request> make_request();
     bool progressing_ = false;
@@ -407,9 +374,7 @@ class Communicator {
     const char *caller_driven_blocker_ = nullptr;  // the transport of the last call the thread could not drive
     // Attaches the thread if the progress_thread parameter asks for it, before a nonblocking or persistent call.
     void use_progress_thread();
-    bool spare_core_for_thread() const;
-    // Whether this rank may spin: it has a core of its own. With
-    // `trust_yield_hint`, Open MPI's mpi_yield_when_idle says no by itself.
+    // Whether this rank may spin: it has a core of its own (topo/placement.hpp).
     bool core_per_local_rank(bool trust_yield_hint = true) const;
     class Guard;
     friend class Guard;
@@ -452,11 +417,11 @@ class Communicator {
     size_t ring_bytes_ = 0;
     std::string rails_state_;
     uint64_t rails_fallbacks_ = 0;
-    std::vector<void (*)(Communicator &)> deferred_;
+    std::vector<DeferredSetup> deferred_;
     struct Periodic {
         uint64_t every;
         size_t min_bytes;
-        void (*fn)(Communicator &, void *);
+        Upkeep fn;
         void *context;
         uint64_t calls;
     };

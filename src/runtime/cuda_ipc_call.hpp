@@ -17,12 +17,15 @@
 #include <map>
 #include <string>
 
+#include "core/params.hpp"
 #include "algorithms/algorithm.hpp"
 #include "engine/cuda/driver.hpp"
 #include "engine/cuda/ipc_cache.hpp"
 #include "runtime/communicator.hpp"
 
 namespace loom {
+
+extern const ParamId kParamCudaIpc;
 
 // One communicator's CUDA IPC state, kept across calls.
 struct CudaIpcState {

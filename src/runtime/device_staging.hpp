@@ -8,11 +8,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/status.hpp"
 #include "engine/cuda/driver.hpp"
 #include "runtime/communicator.hpp"
 
 namespace loom {
+
+extern const ParamId kParamCudaStagingChunkBytes;
 
 // Page-locked host memory, grown on demand and kept.
 class PinnedBuffer {

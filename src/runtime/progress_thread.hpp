@@ -16,9 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/futex.hpp"
 
 namespace loom {
+
+extern const ParamId kParamProgressThread;
+// The progress_thread parameter's values, by index.
+enum ProgressThreadMode { kProgressThreadOff = 0, kProgressThreadOn = 1, kProgressThreadAuto = 2 };
 
 class Communicator;
 

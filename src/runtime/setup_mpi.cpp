@@ -6,26 +6,11 @@
 
 #include <algorithm>
 
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 #include "transport/registry.hpp"
 
 namespace loom {
 namespace {
-
-// The rank in `to` of each rank of `from`, in `from`'s order.
-std::vector<int> translate_all(MPI_Comm from, MPI_Comm to) {
-    int n = 0;
-    MPI_Comm_size(from, &n);
-    MPI_Group g, tg;
-    MPI_Comm_group(from, &g);
-    MPI_Comm_group(to, &tg);
-    std::vector<int> mine(n), out(n);
-    for (int i = 0; i < n; ++i) mine[i] = i;
-    MPI_Group_translate_ranks(g, n, mine.data(), tg, out.data());
-    MPI_Group_free(&g);
-    MPI_Group_free(&tg);
-    return out;
-}
 
 // Each rank's node label: the emulated topology's, or the lowest
 // communicator rank of its shared-memory node.
@@ -47,19 +32,13 @@ Status node_labels(MPI_Comm comm, MPI_Comm machine_node, const std::string &topo
         return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, std::string(last_error_message()) +
                                                           " (it describes MPI_COMM_WORLD's " +
                                                           std::to_string(world_size) + " ranks)");
-    const std::vector<int> in_world = translate_all(comm, MPI_COMM_WORLD);
+    const std::vector<int> in_world = translate_ranks(comm, MPI_COMM_WORLD);
     for (int r = 0; r < p; ++r) (*labels)[r] = world.node_of[in_world[r]];
     *rails = world.rails;
     return LOOM_SUCCESS;
 }
 
 }  // namespace
-
-std::vector<int> ranks_in(MPI_Comm group_comm, MPI_Comm comm) {
-    std::vector<int> out = translate_all(group_comm, comm);
-    std::sort(out.begin(), out.end());
-    return out;
-}
 
 Status setup_communicator_mpi(MPI_Comm comm, Communicator &c) {
     MPI_Comm machine_node;

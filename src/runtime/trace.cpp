@@ -12,6 +12,15 @@
 
 namespace loom {
 
+const ParamId kParamTrace = declare_param(ParamSection::diagnostics,
+    {"trace", ParamType::path, "", 4,
+         "Write the step timeline of every collective to this file, as Chrome trace-event JSON (Perfetto, "
+         "chrome://tracing, loom-trace(1)): each call and each step of its plan, posted and completed, with peer, "
+         "bytes, lane, rail, transport and phase. %r is the process's rank in the job, %p its pid, %h its host "
+         "(\"/tmp/loom-%r.json\"); empty: off. A file that cannot be written is reported once and the job runs "
+         "untraced",
+         0, 0, Collective::allreduce});
+
 uint64_t trace_clock_ns() {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

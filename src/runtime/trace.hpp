@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/plan.hpp"
 
 namespace loom {
+
+extern const ParamId kParamTrace;
 
 class Router;
 

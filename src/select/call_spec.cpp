@@ -7,6 +7,7 @@
 #include "core/datatype.hpp"
 #include "select/rules.hpp"
 #include "transport/shm/shm.hpp"
+#include "transport/shm/params.hpp"
 
 namespace loom {
 namespace {

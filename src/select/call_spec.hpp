@@ -10,7 +10,7 @@
 #include "core/plan.hpp"
 #include "core/status.hpp"
 #include "node_map.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 
 namespace loom {
 

@@ -10,9 +10,25 @@
 #include <sstream>
 
 #include "node_map.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 
 namespace loom {
+namespace {
+
+Status check_cost_model(const ParamSpec &spec, const std::string &value) {
+    CostModel m;
+    return CostModel::parse(value, &m) == LOOM_SUCCESS ? LOOM_SUCCESS : invalid_value_of(spec);
+}
+
+}  // namespace
+
+const ParamId kParamCostModel = declare_param(ParamSection::selection,
+    {"cost_model", ParamType::cost_model, "", 5,
+         "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
+         "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
+         "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
+         0, 0, Collective::allreduce, nullptr, check_cost_model});
+
 namespace {
 
 // "5us", "800ns", "0.002ms" -> microseconds.

@@ -15,6 +15,8 @@
 
 namespace loom {
 
+extern const ParamId kParamCostModel;
+
 struct LinkCost {
     double alpha_us = 0;     // per message, in flight
     double us_per_byte = 0;  // 1 / bandwidth

@@ -14,7 +14,7 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/fold.hpp"
 #include "node_map.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 
 namespace loom {
 namespace {

@@ -6,6 +6,52 @@
 #include "select/builtin_rules.hpp"
 
 namespace loom {
+namespace {
+
+Status check_algorithm_name(const ParamSpec &spec, const std::string &value) {
+    if (value == "auto" || find_algorithm(spec.collective, value)) return LOOM_SUCCESS;
+    return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(spec.collective)) + " has no algorithm '" +
+                                                value + "' (set by " + spec.name + "); known: auto, " +
+                                                algorithm_names(spec.collective));
+}
+
+}  // namespace
+
+const ParamId kParamRulesFile = declare_param(ParamSection::selection,
+    {"rules_file", ParamType::path, "", 4,
+         "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
+         "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
+         0, 0, Collective::allreduce});
+const ParamId kParamSlotsMaxBytes = declare_param(ParamSection::selection,
+    {"slots_max_bytes", ParamType::size, "4KiB", 4,
+         "Largest input per rank (allreduce's vector, reduce_scatter's and alltoall's whole send buffer, "
+         "allgather's block) that a collective among the ranks of one node runs through the shared slots "
+         "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), unless a rules "
+         "file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or named by a rule",
+         0, 32768, Collective::allreduce});
+
+const ParamId kParamAllreduceAlgorithm = declare_param(ParamSection::algorithms,
+    {"allreduce_algorithm", ParamType::algorithm, "auto", 2,
+         "Allreduce algorithm by name, or auto to let the selector choose", 0, 0, Collective::allreduce, nullptr, check_algorithm_name});
+const ParamId kParamReduceScatterAlgorithm = declare_param(ParamSection::algorithms,
+    {"reduce_scatter_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter algorithm by name, or auto", 0, 0, Collective::reduce_scatter, nullptr, check_algorithm_name});
+const ParamId kParamReduceScatterBlockAlgorithm = declare_param(ParamSection::algorithms,
+    {"reduce_scatter_block_algorithm", ParamType::algorithm, "auto", 2,
+         "Reduce_scatter_block algorithm by name, or auto", 0, 0, Collective::reduce_scatter_block, nullptr, check_algorithm_name});
+const ParamId kParamAllgatherAlgorithm = declare_param(ParamSection::algorithms,
+    {"allgather_algorithm", ParamType::algorithm, "auto", 2,
+         "Allgather algorithm by name, or auto", 0, 0, Collective::allgather, nullptr, check_algorithm_name});
+const ParamId kParamAlltoallAlgorithm = declare_param(ParamSection::algorithms,
+    {"alltoall_algorithm", ParamType::algorithm, "auto", 2,
+         "Alltoall algorithm by name, or auto", 0, 0, Collective::alltoall, nullptr, check_algorithm_name});
+
+const std::string &forced_algorithm(const Config &config, Collective c) {
+    static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm, kParamReduceScatterAlgorithm,
+                                                  kParamReduceScatterBlockAlgorithm, kParamAllgatherAlgorithm,
+                                                  kParamAlltoallAlgorithm};
+    return config.raw(ids[static_cast<int>(c)]);
+}
 
 void Selection::apply_knobs(CollArgs *a) const {
     if (segment_bytes) a->segment_bytes = *segment_bytes;
@@ -67,7 +113,7 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
     const Collective c = args.collective;
     const std::string memory = memory_problem(args);
     if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
-    const std::string &forced = config.forced_algorithm(c);
+    const std::string &forced = forced_algorithm(config, c);
     if (forced != "auto") {
         const AlgorithmInfo *algo = find_algorithm(c, forced);
         if (!algo)

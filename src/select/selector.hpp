@@ -8,11 +8,22 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 #include "select/cost_model.hpp"
 #include "select/rules.hpp"
 
 namespace loom {
+
+extern const ParamId kParamRulesFile;
+extern const ParamId kParamSlotsMaxBytes;
+
+extern const ParamId kParamAllreduceAlgorithm;
+extern const ParamId kParamReduceScatterAlgorithm;
+extern const ParamId kParamReduceScatterBlockAlgorithm;
+extern const ParamId kParamAllgatherAlgorithm;
+extern const ParamId kParamAlltoallAlgorithm;
+// The algorithm the parameters force for `c`: "auto" when none.
+const std::string &forced_algorithm(const Config &config, Collective c);
 
 struct Selection {
     const AlgorithmInfo *algorithm = nullptr;

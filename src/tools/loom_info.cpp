@@ -15,7 +15,7 @@
 #include "loom.h"
 #include "loom_config.h"
 #include "machine.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 #include "select/call_spec.hpp"
 #include "select/selector.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 #include "select/cost_model.hpp"
 
 using namespace loom;

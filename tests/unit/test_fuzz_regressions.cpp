@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "loom.h"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
 #include "select/call_spec.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"

@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "core/plan.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/params.hpp"
+#include "core/params.hpp"
+#include "node_map.hpp"
+#include "select/cost_model.hpp"
+#include "transport/ucx/params.hpp"
 #include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
@@ -106,18 +110,55 @@ TEST(Params, DefaultsAreValidAndEveryParameterHasHelp) {
         EXPECT_GT(std::string(s.help).size(), 10u) << s.name;
         EXPECT_EQ(param_env_name(s).rfind("LOOM_", 0), 0u);
     }
-    EXPECT_EQ(c.forced_algorithm(Collective::allreduce), "auto");
+    EXPECT_EQ(forced_algorithm(c, Collective::allreduce), "auto");
     EXPECT_EQ(c.integer(kParamSegmentSize), 256 * 1024);
+}
+
+TEST(Params, EveryDeclaredParameterIsListedOnceBySection) {
+    const std::vector<ParamSpec> &table = param_table();
+    std::set<std::string> names;
+    std::set<int> ids;
+    for (size_t i = 0; i < table.size(); ++i) {
+        EXPECT_TRUE(names.insert(table[i].name).second) << table[i].name << " declared twice";
+        EXPECT_TRUE(ids.insert(table[i].id.index).second) << table[i].name;
+        EXPECT_EQ(find_param(table[i].name), &table[i]);
+        if (i > 0) {
+            EXPECT_LE(table[i - 1].section, table[i].section) << table[i].name;
+        }
+    }
+    // Ids are the places of the values: 0 .. n-1, whatever the listing order.
+    EXPECT_EQ(*ids.begin(), 0);
+    EXPECT_EQ(*ids.rbegin(), static_cast<int>(table.size()) - 1);
+    // Declared in the subsystems that read them, from the core up to the rails.
+    for (const char *name : {"verbose", "allreduce_algorithm", "segment_size", "plan_cache_entries", "shared_memory",
+                             "cost_model", "topology", "rails", "progress_thread", "cuda_ipc", "trace", "hang_abort"})
+        EXPECT_NE(find_param(name), nullptr) << name;
+    Config c;
+    EXPECT_EQ(c.set("rails", "rail0,rail1"), LOOM_SUCCESS);
+    EXPECT_EQ(c.raw(kParamRails), "rail0,rail1");
+    EXPECT_EQ(c.raw(kParamTopology), "");
+}
+
+TEST(Params, TypesOwnedAboveCheckTheirValues) {
+    Config c;
+    EXPECT_EQ(c.set("cost_model", "net=bogus"), LOOM_ERR_INVALID_PARAMETER_VALUE);
+    EXPECT_NE(std::string(last_error_message()).find("parameter cost_model"), std::string::npos);
+    EXPECT_EQ(c.set("topology", "nodes=0"), LOOM_ERR_INVALID_PARAMETER_VALUE);
+    EXPECT_NE(std::string(last_error_message()).find("parameter topology"), std::string::npos);
+    EXPECT_EQ(c.set("alltoall_algorithm", "ring"), LOOM_ERR_UNKNOWN_ALGORITHM);
+    EXPECT_EQ(c.raw(kParamCostModel), "");  // unchanged on error
+    EXPECT_EQ(c.set("topology", "nodes=2"), LOOM_SUCCESS);
+    EXPECT_EQ(c.set("alltoall_algorithm", "bruck"), LOOM_SUCCESS);
 }
 
 TEST(Params, BadNamesAndValuesAreClearErrors) {
     Config c;
     EXPECT_EQ(c.set("allreduce_algorithm", "ring"), LOOM_SUCCESS);
-    EXPECT_EQ(c.forced_algorithm(Collective::allreduce), "ring");
+    EXPECT_EQ(forced_algorithm(c, Collective::allreduce), "ring");
     EXPECT_EQ(c.set("allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM);
     EXPECT_NE(std::string(last_error_message()).find("no algorithm 'bogus'"), std::string::npos);
     EXPECT_NE(std::string(last_error_message()).find("ring"), std::string::npos);  // lists the known ones
-    EXPECT_EQ(c.forced_algorithm(Collective::allreduce), "ring");                  // unchanged on error
+    EXPECT_EQ(forced_algorithm(c, Collective::allreduce), "ring");                  // unchanged on error
     EXPECT_EQ(c.set("no_such_knob", "1"), LOOM_ERR_UNKNOWN_PARAMETER);
     EXPECT_EQ(c.set("segment_size", "12 apples"), LOOM_ERR_INVALID_PARAMETER_VALUE);
     EXPECT_EQ(c.set("knomial_radix", "1"), LOOM_ERR_INVALID_PARAMETER_VALUE);
@@ -129,7 +170,7 @@ TEST(Params, EnvironmentVariablesOverrideDefaults) {
     setenv("LOOM_ALLGATHER_ALGORITHM", "bruck", 1);
     Config c;
     EXPECT_EQ(c.load_environment(), LOOM_SUCCESS);
-    EXPECT_EQ(c.forced_algorithm(Collective::allgather), "bruck");
+    EXPECT_EQ(forced_algorithm(c, Collective::allgather), "bruck");
     setenv("LOOM_ALLGATHER_ALGORITHM", "nonsense", 1);
     Config d;
     EXPECT_EQ(d.load_environment(), LOOM_ERR_UNKNOWN_ALGORITHM);

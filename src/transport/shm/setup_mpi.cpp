@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <random>
 
-#include "runtime/params.hpp"
+#include "core/params.hpp"
+#include "transport/shm/params.hpp"
 
 namespace loom {
 namespace {
@@ -23,7 +24,7 @@ bool node_agrees(bool ok, MPI_Comm node) {
 
 // The ranks of a node agree on a random identity, create their inboxes, map
 // each other's and unlink the names, so nothing is left in /dev/shm.
-void set_up_shared_memory_mpi(const MpiSetup &setup, Communicator &c) {
+void set_up_shared_memory_mpi(const MpiSetup &setup, SetupContext &c) {
     if (c.config().integer(kParamSharedMemory) == 0) return;
     const MPI_Comm comm = setup.comm, node = setup.node;
     int nlocal = 0, node_rank = 0;

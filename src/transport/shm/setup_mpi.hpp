@@ -1,6 +1,6 @@
 // The shared-memory transport's set-up from MPI (see transport/registry.hpp).
 #pragma once
-#include "runtime/setup_mpi.hpp"
+#include "transport/registry.hpp"
 
 namespace loom {
 
@@ -8,6 +8,6 @@ namespace loom {
 // of this one's node when it has more than one and the shared_memory
 // parameter is on; a failure on any rank of the node leaves the whole node
 // on point-to-point (said at verbose 1).
-void set_up_shared_memory_mpi(const MpiSetup &setup, Communicator &c);
+void set_up_shared_memory_mpi(const MpiSetup &setup, SetupContext &c);
 
 }  // namespace loom

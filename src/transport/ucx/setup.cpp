@@ -15,7 +15,7 @@
 
 #include "core/clock.hpp"
 #include "machine.hpp"
-#include "runtime/communicator.hpp"
+#include "transport/ucx/params.hpp"
 #include "transport/ucx/ucx.hpp"
 
 namespace loom {
@@ -79,7 +79,7 @@ bool decode(const char *at, size_t bytes, size_t rails, RankCard *c) {
 
 // Every rank's string, in rank order: the ranks agree on the longest, and
 // each sends its own padded to that with its length after it.
-Status allgather_strings(Communicator &c, const std::string &mine, std::vector<std::string> *all) {
+Status allgather_strings(SetupContext &c, const std::string &mine, std::vector<std::string> *all) {
     int64_t longest = static_cast<int64_t>(mine.size());
     LOOM_RETURN_IF_ERROR(c.allreduce_int64(&longest, 1, LOOM_MAX));
     const size_t slot = static_cast<size_t>(longest) + sizeof(uint32_t);
@@ -200,7 +200,7 @@ bool interface_up(const std::string &name) {
 // other transports, endpoints made, a handshake to the greeted rank and from
 // those that greet this one within `timeout_ms`. True on this rank when all
 // that worked; the worker is left behind (never progressed again) otherwise.
-bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, long long timeout_ms,
+bool revive_rail(SetupContext &c, UcxTransport &t, RailWorkers &workers, int r, long long timeout_ms,
                  std::shared_ptr<RailWorker> *made, std::vector<ucp_ep_h> *endpoints, std::string *why) {
     const NodeMap &map = c.nodes();
     const int p = c.size(), me = c.rank();
@@ -277,7 +277,7 @@ bool revive_rail(Communicator &c, UcxTransport &t, RailWorkers &workers, int r, 
 }
 
 // A rail left out or back: in the rails' state with its time and, from rank 0, in the log.
-void announce(Communicator &c, UcxTransport &t, int rail, bool back) {
+void announce(SetupContext &c, UcxTransport &t, int rail, bool back) {
     const std::string when = format_wall_ms(wall_ms());
     c.rails_changed(t.rail_name(rail) + (back ? " back at " : " left out at ") + when);
     if (c.rank() == 0)
@@ -292,7 +292,7 @@ void announce(Communicator &c, UcxTransport &t, int rail, bool back) {
 // weights not pinned, the ranks' moving estimates of each rail's rate,
 // summed, become new weights when a rail's share moved by more than a tenth
 // of itself. Each change retires the cached plans.
-void check_rails(Communicator &c, void *context) {
+void check_rails(SetupContext &c, void *context) {
     UcxTransport &t = *static_cast<UcxTransport *>(context);
     const size_t rails = t.rails();
     const std::vector<double> rates = t.observed_rates();
@@ -378,7 +378,7 @@ void check_rails(Communicator &c, void *context) {
 }
 
 // This rank's part: the rails, their workers, its card. Errors say what to fix.
-Status prepare(Communicator &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> *workers,
+Status prepare(SetupContext &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> *workers,
                std::vector<double> *weights, RankCard *card) {
     const Config &cfg = c.config();
     if (names.size() > static_cast<size_t>(UcxTransport::kMaxRails))
@@ -435,7 +435,7 @@ std::string describe(const std::vector<std::string> &names, const std::vector<do
 }
 
 // The collective part, after every rank prepared successfully.
-Status connect(Communicator &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> workers,
+Status connect(SetupContext &c, const std::vector<std::string> &names, std::shared_ptr<RailWorkers> workers,
                std::vector<double> weights, const RankCard &mine, std::unique_ptr<UcxTransport> *made,
                std::string *state) {
     const int p = c.size(), me = c.rank();
@@ -589,7 +589,7 @@ Status parse_rail_weights(const std::string &text, size_t rails, std::vector<dou
     return LOOM_SUCCESS;
 }
 
-void set_up_rails(Communicator &c) {
+void set_up_rails(SetupContext &c) {
     if (c.nodes().nodes() < 2) return;
     std::vector<std::string> names;
     std::shared_ptr<RailWorkers> workers;

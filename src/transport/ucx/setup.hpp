@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "transport/setup_context.hpp"
 
 namespace loom {
 
-class Communicator;
-
-void set_up_rails(Communicator &c);
+void set_up_rails(SetupContext &c);
 
 // This host's IPv4 address of interface `name` ("" when it has none) and
 // whether the interface exists at all.
