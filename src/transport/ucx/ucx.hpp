@@ -18,6 +18,7 @@
 // it out of later plans, and bring it back on a fresh worker once its
 // interfaces are up and a handshake crosses it.
 #pragma once
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -177,6 +178,12 @@ class UcxTransport final : public Transport {
     std::vector<double> &pending_weights() { return pending_weights_; }
 
   private:
+    // The op a handle names (post() writes its index there).
+    static uint32_t op_index(const TransportHandle *h) {
+        uint32_t i;
+        std::memcpy(&i, h->bytes, sizeof i);
+        return i;
+    }
     struct Op {
         void *requests[kMaxRails];   // the rail's request per piece; null once finished or given up
         size_t expected[kMaxRails];  // the piece's length, to catch short messages
