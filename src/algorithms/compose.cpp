@@ -1,8 +1,31 @@
 #include "algorithms/compose.hpp"
 
-#include "select/selector.hpp"
+#include <cstdio>
+#include <cstdlib>
 
 namespace loom {
+namespace {
+
+SubCollectiveChooser sub_chooser = nullptr;
+
+const AlgorithmInfo &choose_sub_collective(const CollArgs &sub) {
+    if (sub_chooser)
+        if (const AlgorithmInfo *chosen = sub_chooser(sub)) return *chosen;
+    for (const AlgorithmInfo *algo : algorithms_for(sub.collective))
+        if (algo->build && why_not_applicable(*algo, sub).empty()) return *algo;
+    // Every collective has flat algorithms that run anywhere on host memory.
+    std::fprintf(stderr, "loom: internal error: no %s algorithm builds %s\n", collective_name(sub.collective),
+                 sub.describe().c_str());
+    std::abort();
+}
+
+}  // namespace
+
+SubCollectiveChooser choose_sub_collectives_with(SubCollectiveChooser chooser) {
+    const SubCollectiveChooser before = sub_chooser;
+    sub_chooser = chooser;
+    return before;
+}
 
 CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count, bool one_node) {
     CollArgs s;
@@ -21,10 +44,9 @@ void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vec
                           Slice output, int lane) {
     // Sub-arguments carry no node map, so the node-aware algorithms never
     // apply here and the flat ones (some always applicable) are chosen.
-    Selection chosen;
-    default_selection(sub, &chosen);
-    b.push_group(ranks, input, output, lane, phase_name(sub, *chosen.algorithm));
-    chosen.algorithm->build(sub, me, b);
+    const AlgorithmInfo &chosen = choose_sub_collective(sub);
+    b.push_group(ranks, input, output, lane, phase_name(sub, chosen));
+    chosen.build(sub, me, b);
     b.pop_group();
 }
 

@@ -1,6 +1,6 @@
 // Building blocks of node-aware algorithms: a sub-collective over a group of
-// ranks, run by whichever algorithm the default rules pick for its shape,
-// and the direct exchanges the hierarchical plans glue phases with.
+// ranks, run by whichever algorithm the sub-collective chooser picks for its
+// shape, and the direct exchanges the hierarchical plans glue phases with.
 #pragma once
 #include <vector>
 
@@ -13,7 +13,14 @@ namespace loom {
 // algorithm knobs are inherited; `one_node` when the group shares a node.
 CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count, bool one_node);
 
-// Appends the steps of `sub` (chosen by the default rules) for this rank,
+// Picks a sub-collective's algorithm. The selector installs its default
+// rules here (select/selector.cpp), so that the algorithms need not include
+// the layer above them; until one is installed, the first applicable
+// algorithm in the registry's order runs. Returns the chooser it replaces.
+using SubCollectiveChooser = const AlgorithmInfo *(*)(const CollArgs &sub);
+SubCollectiveChooser choose_sub_collectives_with(SubCollectiveChooser chooser);
+
+// Appends the steps of `sub` (chosen by the sub-collective chooser) for this rank,
 // group rank `me` of `ranks`, reading `input` and writing `output` (slices
 // of the current buffers; they must not overlap). `lane` >= 0 sets the rail.
 void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vector<int> &ranks, int me, Slice input,

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "algorithms/compose.hpp"
 #include "engine/engine.hpp"
 #include "select/builtin_rules.hpp"
 
@@ -14,6 +15,15 @@ Status check_algorithm_name(const ParamSpec &spec, const std::string &value) {
                                                 value + "' (set by " + spec.name + "); known: auto, " +
                                                 algorithm_names(spec.collective));
 }
+
+// Sub-collectives of node-aware plans take the default rules: their
+// arguments carry no node map, so only flat algorithms apply.
+const AlgorithmInfo *default_sub_collective(const CollArgs &sub) {
+    Selection chosen;
+    return default_selection(sub, &chosen) == LOOM_SUCCESS ? chosen.algorithm : nullptr;
+}
+
+const bool sub_collectives_chosen_by_default_rules = (choose_sub_collectives_with(default_sub_collective), true);
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compose.hpp"
 #include "node_map.hpp"
 #include "runtime/communicator.hpp"
 #include "transport/inprocess/inprocess.hpp"
@@ -40,15 +41,21 @@ TEST(ProgramPhases, NamedGroupsNameTheirStepsAndNest) {
     EXPECT_TRUE(none.step_phase.empty());  // a plan without named groups pays nothing
 }
 
-TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
-    NodeMap map;
-    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
+// 64 Ki floats over 4 ranks on 2 nodes.
+CollArgs allreduce_on_two_nodes(const NodeMap &map) {
     CollArgs a;
     a.collective = Collective::allreduce;
     a.nranks = 4;
     a.count = 1 << 16;
     a.elem_size = 4;
     a.nodes = &map;
+    return a;
+}
+
+TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
+    NodeMap map;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
+    const CollArgs a = allreduce_on_two_nodes(map);
     const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, 0);
     std::set<std::string> phases;
     for (StepId id = 0; id < p.size(); ++id) phases.insert(p.phase_of(id));
@@ -57,6 +64,43 @@ TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
     bool inter = false;
     for (const std::string &s : phases) inter |= s.rfind("allreduce ", 0) == 0 && s.find(" over 2") != std::string::npos;
     EXPECT_TRUE(inter);
+}
+
+const AlgorithmInfo *ring_where_it_runs(const CollArgs &sub) {
+    const AlgorithmInfo *ring = find_algorithm(sub.collective, "ring");
+    return ring && ring->not_applicable(sub).empty() ? ring : nullptr;
+}
+
+const AlgorithmInfo *declines(const CollArgs &) { return nullptr; }
+
+TEST(ProgramPhases, SubCollectivesTakeTheInstalledChooser) {
+    NodeMap map;
+    ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
+    const CollArgs a = allreduce_on_two_nodes(map);
+    const auto phases_of = [&] {
+        const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, 0);
+        std::set<std::string> phases;
+        for (StepId id = 0; id < p.size(); ++id) phases.insert(p.phase_of(id));
+        return phases;
+    };
+    const std::set<std::string> defaults = phases_of();
+    const SubCollectiveChooser before = choose_sub_collectives_with(ring_where_it_runs);
+    EXPECT_NE(before, nullptr);  // the selector installed its default rules
+    const std::set<std::string> rings = phases_of();
+    // A chooser that declines leaves the first applicable algorithm.
+    choose_sub_collectives_with(declines);
+    const std::set<std::string> declined = phases_of();
+    choose_sub_collectives_with(before);
+    EXPECT_TRUE(rings.count("reduce_scatter ring over 2 (node)")) << *rings.begin();
+    EXPECT_TRUE(rings.count("allreduce ring over 2")) << *rings.begin();
+    // hier_split's inter-node phase: an allreduce of half the vector over 2 ranks.
+    const CollArgs inter = sub_args(a, Collective::allreduce, 2, a.count / 2, false);
+    std::string first_allreduce;
+    for (const AlgorithmInfo *algo : algorithms_for(Collective::allreduce))
+        if (first_allreduce.empty() && algo->build && why_not_applicable(*algo, inter).empty())
+            first_allreduce = algo->name;
+    EXPECT_TRUE(declined.count("allreduce " + first_allreduce + " over 2")) << first_allreduce;
+    EXPECT_EQ(phases_of(), defaults);
 }
 
 nlohmann::json read_trace(const std::string &path) {
