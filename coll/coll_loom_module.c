@@ -60,11 +60,11 @@ OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, module_constr
 
 bool mca_coll_loom_param_is_runtime(const char *name) {
     /* Read when the communicator is set up (inboxes, node map), so fixed after. */
-    static const char *const at_setup[] = {"shared_memory",   "shm_max_bytes",         "single_copy",
-                                           "single_copy_min_bytes", "topology",  "verbose",
-                                           "rails",           "ucx_tls",               "rail_weights",
-                                           "rail_stripe_min_bytes", "rail_probe_bytes", "rail_timeout_ms", "rail_stall_ms", "rail_min_bytes",
-                                           "rail_refresh_calls", "progress_thread"};
+    static const char *const at_setup[] = {
+        "shared_memory",    "shm_max_bytes",   "single_copy",   "single_copy_min_bytes", "topology",
+        "verbose",          "rails",           "ucx_tls",       "rail_weights",          "rail_stripe_min_bytes",
+        "rail_probe_bytes", "rail_timeout_ms", "rail_stall_ms", "rail_min_bytes",        "rail_refresh_calls",
+        "progress_thread"};
     for (size_t i = 0; i < sizeof at_setup / sizeof at_setup[0]; ++i)
         if (!strcmp(name, at_setup[i])) return false;
     return true;

@@ -1,8 +1,8 @@
 #include "node_map.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace loom {
@@ -23,12 +23,13 @@ Status check_topology(const ParamSpec &spec, const std::string &value) {
 
 }  // namespace
 
-const ParamId kParamTopology = declare_param(ParamSection::topology,
+const ParamId kParamTopology = declare_param(
+    ParamSection::topology,
     {"topology", ParamType::topology, "", 4,
-         "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
-         "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
-         "and shared memory links only ranks of one emulated node (read when the communicator is created)",
-         0, 0, Collective::allreduce, nullptr, check_topology});
+     "Emulated topology: \"nodes=N[,rails=R]\" (consecutive ranks per node) or a node label per rank "
+     "(\"0,0,1,1,1,2;rails=2\"); empty for the machine's own. Node-aware algorithms and the selector follow it, "
+     "and shared memory links only ranks of one emulated node (read when the communicator is created)",
+     0, 0, Collective::allreduce, nullptr, check_topology});
 
 int NodeMap::max_ranks_per_node() const {
     int m = 0;

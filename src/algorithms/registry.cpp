@@ -6,16 +6,18 @@
 
 namespace loom {
 
-const ParamId kParamSegmentSize = declare_param(ParamSection::knobs,
-    {"segment_size", ParamType::size, "256KiB", 5,
-         "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes", 0,
-         1LL << 40, Collective::allreduce});
-const ParamId kParamKnomialRadix = declare_param(ParamSection::knobs,
-    {"knomial_radix", ParamType::integer, "4", 5, "Radix k of recursive_multiplying allreduce",
-         2, 64, Collective::allreduce});
-const ParamId kParamAlltoallMaxOutstanding = declare_param(ParamSection::knobs,
-    {"alltoall_max_outstanding", ParamType::integer, "8", 5,
-         "Most sends and receives in flight per rank in the scattered alltoall", 1, 1 << 20, Collective::alltoall});
+const ParamId kParamSegmentSize =
+    declare_param(ParamSection::knobs,
+                  {"segment_size", ParamType::size, "256KiB", 5,
+                   "Pipelining segment of ring algorithms in bytes (0 = no segmentation); accepts k/KiB/M/MiB suffixes",
+                   0, 1LL << 40, Collective::allreduce});
+const ParamId kParamKnomialRadix =
+    declare_param(ParamSection::knobs, {"knomial_radix", ParamType::integer, "4", 5,
+                                        "Radix k of recursive_multiplying allreduce", 2, 64, Collective::allreduce});
+const ParamId kParamAlltoallMaxOutstanding =
+    declare_param(ParamSection::knobs, {"alltoall_max_outstanding", ParamType::integer, "8", 5,
+                                        "Most sends and receives in flight per rank in the scattered alltoall", 1,
+                                        1 << 20, Collective::alltoall});
 
 extern const AlgorithmInfo kAllreduceRecursiveDoubling;
 extern const AlgorithmInfo kAllreduceRing;

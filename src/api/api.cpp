@@ -12,12 +12,12 @@
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_ipc_call.hpp"
-#include "transport/shm/params.hpp"
 #include "runtime/device_staging.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
 #include "transport/mpi/mpi.hpp"
 #include "transport/registry.hpp"
+#include "transport/shm/params.hpp"
 
 struct loom_comm {
     std::unique_ptr<loom::Communicator> impl;

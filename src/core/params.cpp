@@ -39,10 +39,10 @@ Status invalid_value_of(const ParamSpec &spec) {
     return fail(LOOM_ERR_INVALID_PARAMETER_VALUE, std::string("parameter ") + spec.name + ": " + last_error_message());
 }
 
-const ParamId kParamVerbose = declare_param(
-    ParamSection::diagnostics,
-    {"verbose", ParamType::integer, "0", 2, "0 silent; 1 reports errors and each algorithm choice once; 2 every call",
-     0, 100, Collective::allreduce});
+const ParamId kParamVerbose =
+    declare_param(ParamSection::diagnostics, {"verbose", ParamType::integer, "0", 2,
+                                              "0 silent; 1 reports errors and each algorithm choice once; 2 every call",
+                                              0, 100, Collective::allreduce});
 
 const ParamSpec *find_param(const std::string &name) {
     for (const ParamSpec &s : param_table())

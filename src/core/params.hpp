@@ -22,7 +22,18 @@ struct ParamId {
 };
 
 // Where a parameter is listed: by section, then in declaration order.
-enum class ParamSection { algorithms, knobs, plans, shared_memory, selection, topology, rails, progress, device, diagnostics };
+enum class ParamSection {
+    algorithms,
+    knobs,
+    plans,
+    shared_memory,
+    selection,
+    topology,
+    rails,
+    progress,
+    device,
+    diagnostics
+};
 
 struct ParamSpec;
 // Checks a value beyond its type's form, for types a higher layer owns (an

@@ -19,39 +19,43 @@
 
 namespace loom {
 
-const ParamId kParamHangTimeout = declare_param(ParamSection::diagnostics,
+const ParamId kParamHangTimeout = declare_param(
+    ParamSection::diagnostics,
     {"hang_timeout", ParamType::integer, "0", 3,
-         "Seconds a collective may wait before it prints, once, who it waits for: its collective and call number, "
-         "the ranks of this node that have not entered it, and the ranks whose messages or shared slots it waits "
-         "for (loom_comm_state gives the same text); 0 waits for ever without a word, as MPI does",
-         0, 1LL << 30, Collective::allreduce});
-const ParamId kParamHangAbort = declare_param(ParamSection::diagnostics,
+     "Seconds a collective may wait before it prints, once, who it waits for: its collective and call number, "
+     "the ranks of this node that have not entered it, and the ranks whose messages or shared slots it waits "
+     "for (loom_comm_state gives the same text); 0 waits for ever without a word, as MPI does",
+     0, 1LL << 30, Collective::allreduce});
+const ParamId kParamHangAbort = declare_param(
+    ParamSection::diagnostics,
     {"hang_abort", ParamType::integer, "0", 3,
-         "1: a collective that has waited hang_timeout seconds fails with an error naming the ranks it waits for, "
-         "and every later collective on the communicator fails with it (free the communicator); 0: it goes on "
-         "waiting, as MPI does",
-         0, 1, Collective::allreduce});
+     "1: a collective that has waited hang_timeout seconds fails with an error naming the ranks it waits for, "
+     "and every later collective on the communicator fails with it (free the communicator); 0: it goes on "
+     "waiting, as MPI does",
+     0, 1, Collective::allreduce});
 
-const ParamId kParamSlotsWait = declare_param(ParamSection::progress,
+const ParamId kParamSlotsWait = declare_param(
+    ParamSection::progress,
     {"slots_wait", ParamType::choice, "auto", 5,
-         "How a rank waits for the others in a shared-slots call: spin on their generation words; yield, giving "
-         "its core away between looks (through the progress engine below where it yields by itself, as Open MPI's "
-         "does with mpi_yield_when_idle); auto, spin where this rank has a core of its own (bound to one core, or as "
-         "many cores as ranks on the node) and yield otherwise. coll/loom sets yield where Open MPI's "
-         "mpi_yield_when_idle is on (mpirun sets it when it oversubscribes)",
-         0, 0, Collective::allreduce, "auto,spin,yield"});
-const ParamId kParamWait = declare_param(ParamSection::progress,
+     "How a rank waits for the others in a shared-slots call: spin on their generation words; yield, giving "
+     "its core away between looks (through the progress engine below where it yields by itself, as Open MPI's "
+     "does with mpi_yield_when_idle); auto, spin where this rank has a core of its own (bound to one core, or as "
+     "many cores as ranks on the node) and yield otherwise. coll/loom sets yield where Open MPI's "
+     "mpi_yield_when_idle is on (mpirun sets it when it oversubscribes)",
+     0, 0, Collective::allreduce, "auto,spin,yield"});
+const ParamId kParamWait = declare_param(
+    ParamSection::progress,
     {"wait", ParamType::choice, "auto", 4,
-         "How a rank waits for a collective's messages: spin, polling without pause; sleep, after wait_spin_us "
-         "without news, in the kernel until a transport that can wake it (the rails' UCX workers) has news, at most "
-         "a millisecond at a time (the others are polled between sleeps); auto, sleep where this rank shares its "
-         "cores with other ranks (bound to fewer cores than one each, or more ranks on the node than cores) and "
-         "spin otherwise",
-         0, 0, Collective::allreduce, "auto,spin,sleep"});
-const ParamId kParamWaitSpinUs = declare_param(ParamSection::progress,
-    {"wait_spin_us", ParamType::integer, "50", 5,
-         "How long a wait that may sleep polls without news before it sleeps, in microseconds",
-         0, 1LL << 30, Collective::allreduce});
+     "How a rank waits for a collective's messages: spin, polling without pause; sleep, after wait_spin_us "
+     "without news, in the kernel until a transport that can wake it (the rails' UCX workers) has news, at most "
+     "a millisecond at a time (the others are polled between sleeps); auto, sleep where this rank shares its "
+     "cores with other ranks (bound to fewer cores than one each, or more ranks on the node than cores) and "
+     "spin otherwise",
+     0, 0, Collective::allreduce, "auto,spin,sleep"});
+const ParamId kParamWaitSpinUs = declare_param(
+    ParamSection::progress, {"wait_spin_us", ParamType::integer, "50", 5,
+                             "How long a wait that may sleep polls without news before it sleeps, in microseconds", 0,
+                             1LL << 30, Collective::allreduce});
 
 // Holds the communicator's lock while the progress thread is attached.
 // The last one out wakes the thread when it has new work or was locked out.
@@ -115,8 +119,10 @@ std::string progress_note(const CachedPlan &plan) {
 
 // A shared-slots call whose peer published another call's signature.
 std::string slot_mismatch(const CollArgs &args, int rank, int peer) {
-    return "shared slots: rank " + std::to_string(peer) + " made another call (collective, count, datatype or op) "
-           "where rank " + std::to_string(rank) + " made " + args.describe() +
+    return "shared slots: rank " + std::to_string(peer) +
+           " made another call (collective, count, datatype or op) "
+           "where rank " +
+           std::to_string(rank) + " made " + args.describe() +
            "; every rank must make the same collective calls in the same order (the output is left untouched)";
 }
 }  // namespace
@@ -146,7 +152,8 @@ std::unique_ptr<Request> Communicator::make_request() {
 
 Status Request::start() {
     if (!persistent_)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_start: not a persistent request (make one with a loom_*_init call)");
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "loom_start: not a persistent request (make one with a loom_*_init call)");
     if (!comm_) return result();
     Communicator::Guard g(*comm_);
     if (!finished_)
@@ -287,8 +294,7 @@ Status Request::test(bool *done) {
         const Status st = comm_->report_hang(w, this, nullptr);
         if (st != LOOM_SUCCESS) end_with(st, last_error_message());  // hang_abort: the call ends here with the report
     }
-    if (!finished_ && ++revoke_looks_ % Communicator::kLooksPerRevokeCheck == 0 &&
-        comm_->revoked_by_peer(call_number_))
+    if (!finished_ && ++revoke_looks_ % Communicator::kLooksPerRevokeCheck == 0 && comm_->revoked_by_peer(call_number_))
         end_with(LOOM_ERR_MISMATCH, comm_->revoked_);
     *done = finished_;
     // Now and then the other communicators' calls too, as MPI_Test would:
@@ -439,8 +445,8 @@ Status Communicator::closed() const {
 std::string Communicator::state() const {
     std::string text;
     for (const Request *r : active_) {
-        const Waiting w{r->collective_, r->count_, r->elem_size_, r->algorithm_, r->call_number_,
-                        r->hang_.waited_s_now()};
+        const Waiting w{r->collective_, r->count_,       r->elem_size_,
+                        r->algorithm_,  r->call_number_, r->hang_.waited_s_now()};
         text += (text.empty() ? "" : "\n") + describe_wait(w, r, nullptr, nullptr);
     }
     if (!abandoned_.empty()) text += (text.empty() ? "" : "\n") + abandoned_;
@@ -841,8 +847,8 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
     HangWatch watch;
     for (uint32_t polls = 0; !slot.advance(&slots_finished_); ++polls) {
         if (watch.due([this] { return hang_timeout_ns(); })) {
-            const Waiting w{args.collective, args.count, args.elem_size, last_algorithm(args.collective), call_number,
-                            watch.waited_s()};
+            const Waiting w{args.collective, args.count,      args.elem_size, last_algorithm(args.collective),
+                            call_number,     watch.waited_s()};
             LOOM_RETURN_IF_ERROR(report_hang(w, nullptr, &slot));
         }
         if (polls % kLooksPerRevokeCheck == kLooksPerRevokeCheck - 1 && revoked_by_peer(call_number))
@@ -893,7 +899,7 @@ Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const
         return fail(LOOM_ERR_INTERNAL, "node slots chosen for " + args.describe() + " without shared memory");
     req.arm(this, /*slot_call=*/false, /*node_slot_call=*/true);
     req.exchanging_ = false;
-    req.thread_driven_ = false;  // its slot phases progress in the caller's calls
+    req.thread_driven_ = false;    // its slot phases progress in the caller's calls
     timed_plan_ = Route::kNoPlan;  // no transport times it
     if (&req.args_ != &args) req.args_ = args;
     if (req.program_ != plan.program) req.program_ = plan.program;
@@ -970,7 +976,10 @@ Status Communicator::launch(Request &req, const CollArgs &args, const CallData &
     req.traced_ = false;
     if (tracing()) {
         trace_begin(req, args, plan->algorithm->name, plan->id,
-                    blocking ? "blocking" : req.persistent_ ? "persistent" : "nonblocking", plan->program.get());
+                    blocking          ? "blocking"
+                    : req.persistent_ ? "persistent"
+                                      : "nonblocking",
+                    plan->program.get());
         eb.trace = &req.trace_times_;
     }
     if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);

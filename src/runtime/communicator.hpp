@@ -10,13 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/params.hpp"
 #include "node_map.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
-#include "core/params.hpp"
-#include "runtime/plan_cache.hpp"
 #include "runtime/node_slot_call.hpp"
+#include "runtime/plan_cache.hpp"
 #include "runtime/slot_call.hpp"
 #include "runtime/trace.hpp"
 #include "select/selector.hpp"
@@ -108,7 +108,7 @@ class Request {
     bool thread_driven_ = false;    // the progress thread advances it too
     std::string error_message_;     // error_'s: the thread that found it may not be the caller
     bool persistent_ = false;
-    CollArgs args_;   // a persistent request's call
+    CollArgs args_;  // a persistent request's call
     CallData call_;
     CachedPlan plan_;  // its plan, kept: evicting it from the cache does not change the request
     std::shared_ptr<const Program> program_;
@@ -354,7 +354,7 @@ class Communicator final : public SetupContext {
     uint64_t plan_builds_ = 0;
     std::vector<Request *> active_;
     std::vector<Request *> live_;  // every request not yet destroyed: freeing the communicator detaches them
-    BufferPool spare_buffers_;  // scratch and snapshots of destroyed requests
+    BufferPool spare_buffers_;     // scratch and snapshots of destroyed requests
     // A request of this communicator, registered (freeing the communicator detaches it).
     std::unique_ptr<Request> make_request();
     bool progressing_ = false;
@@ -392,7 +392,7 @@ class Communicator final : public SetupContext {
     void decide_node_slots();
     uint64_t slots_started_ = 0, slots_finished_ = 0;
     bool slots_yield_ = false;
-    bool engine_yields_ = false;  // the progress engine below yields by itself (Request::wait's rule)
+    bool engine_yields_ = false;                   // the progress engine below yields by itself (Request::wait's rule)
     uint64_t slots_wait_generation_ = UINT64_MAX;  // the parameters' generation slots_yield_ was decided under
     // A blocking shared-slots call to completion on this thread (earlier
     // nonblocking ones are progressed while it waits for them).
@@ -455,7 +455,9 @@ class Communicator final : public SetupContext {
     bool revoked_by_peer(uint64_t call);
     // The error of a call on an abandoned or revoked communicator (LOOM_SUCCESS: neither).
     Status closed() const;
-    uint64_t hang_timeout_ns() const { return static_cast<uint64_t>(config_.integer(kParamHangTimeout)) * 1000000000ULL; }
+    uint64_t hang_timeout_ns() const {
+        return static_cast<uint64_t>(config_.integer(kParamHangTimeout)) * 1000000000ULL;
+    }
     // One call's wait as text; *missing: the ranks it names as missing (this
     // node's that have not entered it, else those it waits for).
     struct Waiting {

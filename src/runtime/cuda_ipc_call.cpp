@@ -11,12 +11,13 @@
 
 namespace loom {
 
-const ParamId kParamCudaIpc = declare_param(ParamSection::device,
+const ParamId kParamCudaIpc = declare_param(
+    ParamSection::device,
     {"cuda_ipc", ParamType::integer, "1", 5,
-         "Blocking collectives whose buffers are all on the device, among the ranks of one node: 1 run them on the "
-         "device, each rank reading its peers' buffers through CUDA IPC (the cuda_ipc_* algorithms); 0 stage them "
-         "through pinned host memory like every other call on device buffers. Every rank must set the same value",
-         0, 1, Collective::allreduce});
+     "Blocking collectives whose buffers are all on the device, among the ranks of one node: 1 run them on the "
+     "device, each rank reading its peers' buffers through CUDA IPC (the cuda_ipc_* algorithms); 0 stage them "
+     "through pinned host memory like every other call on device buffers. Every rank must set the same value",
+     0, 1, Collective::allreduce});
 
 CudaIpcState::~CudaIpcState() {
     if (scratch) (void)device_free(scratch);

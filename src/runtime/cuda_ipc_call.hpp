@@ -17,8 +17,8 @@
 #include <map>
 #include <string>
 
-#include "core/params.hpp"
 #include "algorithms/algorithm.hpp"
+#include "core/params.hpp"
 #include "engine/cuda/driver.hpp"
 #include "engine/cuda/ipc_cache.hpp"
 #include "runtime/communicator.hpp"

@@ -9,13 +9,14 @@
 
 namespace loom {
 
-const ParamId kParamCudaStagingChunkBytes = declare_param(ParamSection::device,
+const ParamId kParamCudaStagingChunkBytes = declare_param(
+    ParamSection::device,
     {"cuda_staging_chunk_bytes", ParamType::size, "0", 5,
-         "Chunk of a blocking allreduce on device buffers staged through pinned host memory: the copy of one chunk "
-         "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: the "
-         "cost model's choice (its pcie link for the copies, its prediction of each chunk's allreduce), a power of "
-         "two from 64 KiB to 16 MiB",
-         0, 1LL << 30, Collective::allreduce});
+     "Chunk of a blocking allreduce on device buffers staged through pinned host memory: the copy of one chunk "
+     "to the host overlaps the reduction of the one before and the copy back of the one before that. 0: the "
+     "cost model's choice (its pcie link for the copies, its prediction of each chunk's allreduce), a power of "
+     "two from 64 KiB to 16 MiB",
+     0, 1LL << 30, Collective::allreduce});
 
 Status PinnedBuffer::reserve(size_t bytes) {
     if (bytes <= capacity_) return LOOM_SUCCESS;

@@ -2,10 +2,11 @@
 
 namespace loom {
 
-const ParamId kParamPlanCacheEntries = declare_param(ParamSection::plans,
-    {"plan_cache_entries", ParamType::integer, "128", 6,
-         "Plans (with their algorithm choice) kept per communicator; the least recently used are dropped", 1, 1 << 20,
-         Collective::allreduce});
+const ParamId kParamPlanCacheEntries =
+    declare_param(ParamSection::plans,
+                  {"plan_cache_entries", ParamType::integer, "128", 6,
+                   "Plans (with their algorithm choice) kept per communicator; the least recently used are dropped", 1,
+                   1 << 20, Collective::allreduce});
 
 size_t PlanKeyHash::operator()(const PlanKey &k) const {
     uint64_t h = 0xcbf29ce484222325ULL;

@@ -46,8 +46,8 @@ struct PlanKey {
     bool progress_thread;
 
     static PlanKey of(const CollArgs &a, uint64_t generation) {
-        return PlanKey{a.collective, a.in_place,      a.memory,          a.count,
-                       a.elem_size,  generation,      a.recv_counts,     a.progress_thread};
+        return PlanKey{a.collective, a.in_place, a.memory,      a.count,
+                       a.elem_size,  generation, a.recv_counts, a.progress_thread};
     }
     // Whether a call of `a` under `generation` has this key (nothing copied).
     bool matches(const CollArgs &a, uint64_t generation) const {
@@ -57,8 +57,8 @@ struct PlanKey {
     }
     bool operator==(const PlanKey &o) const {
         return collective == o.collective && in_place == o.in_place && memory == o.memory && count == o.count &&
-               elem_size == o.elem_size && config_generation == o.config_generation &&
-               recv_counts == o.recv_counts && progress_thread == o.progress_thread;
+               elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts &&
+               progress_thread == o.progress_thread;
     }
 };
 

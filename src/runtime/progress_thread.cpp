@@ -6,13 +6,14 @@
 
 namespace loom {
 
-const ParamId kParamProgressThread = declare_param(ParamSection::progress,
+const ParamId kParamProgressThread = declare_param(
+    ParamSection::progress,
     {"progress_thread", ParamType::choice, "off", 3,
-         "A thread that progresses nonblocking and persistent collectives between the caller's MPI calls: off; on; "
-         "auto, on where every rank of the node has a core to spare for it. It drives only calls whose messages all "
-         "go through Loom's shared memory (which then carries them at any size); the others progress in the "
-         "caller's calls. Read at the communicator's first nonblocking or persistent call",
-         0, 0, Collective::allreduce, "off,on,auto"});
+     "A thread that progresses nonblocking and persistent collectives between the caller's MPI calls: off; on; "
+     "auto, on where every rank of the node has a core to spare for it. It drives only calls whose messages all "
+     "go through Loom's shared memory (which then carries them at any size); the others progress in the "
+     "caller's calls. Read at the communicator's first nonblocking or persistent call",
+     0, 0, Collective::allreduce, "off,on,auto"});
 
 namespace {
 // Passes without progress before the thread sleeps: a short spin catches

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/params.hpp"
 #include "core/futex.hpp"
+#include "core/params.hpp"
 
 namespace loom {
 
@@ -56,7 +56,7 @@ class ProgressThread {
     std::vector<Communicator *> comms_;
     std::thread thread_;
     bool stop_ = false;
-    bool stopping_ = false;  // the last detach() is joining the thread: attach() waits
+    bool stopping_ = false;                // the last detach() is joining the thread: attach() waits
     uint64_t passes_ = 0;                  // begun, under mutex_
     std::atomic<uint32_t> generation_{0};  // the thread's own word: bumped by wake()
     Doorbell sleeping_on_;                 // a communicator's doorbell the thread sleeps on, under mutex_

@@ -12,14 +12,15 @@
 
 namespace loom {
 
-const ParamId kParamTrace = declare_param(ParamSection::diagnostics,
+const ParamId kParamTrace = declare_param(
+    ParamSection::diagnostics,
     {"trace", ParamType::path, "", 4,
-         "Write the step timeline of every collective to this file, as Chrome trace-event JSON (Perfetto, "
-         "chrome://tracing, loom-trace(1)): each call and each step of its plan, posted and completed, with peer, "
-         "bytes, lane, rail, transport and phase. %r is the process's rank in the job, %p its pid, %h its host "
-         "(\"/tmp/loom-%r.json\"); empty: off. A file that cannot be written is reported once and the job runs "
-         "untraced",
-         0, 0, Collective::allreduce});
+     "Write the step timeline of every collective to this file, as Chrome trace-event JSON (Perfetto, "
+     "chrome://tracing, loom-trace(1)): each call and each step of its plan, posted and completed, with peer, "
+     "bytes, lane, rail, transport and phase. %r is the process's rank in the job, %p its pid, %h its host "
+     "(\"/tmp/loom-%r.json\"); empty: off. A file that cannot be written is reported once and the job runs "
+     "untraced",
+     0, 0, Collective::allreduce});
 
 uint64_t trace_clock_ns() {
     return static_cast<uint64_t>(
@@ -93,7 +94,8 @@ void json_string(std::string &out, const std::string &s) {
 // Microseconds with nanosecond digits, as the trace-event format counts.
 void micros(std::string &out, uint64_t ns) {
     char t[40];
-    std::snprintf(t, sizeof t, "%llu.%03u", static_cast<unsigned long long>(ns / 1000), static_cast<unsigned>(ns % 1000));
+    std::snprintf(t, sizeof t, "%llu.%03u", static_cast<unsigned long long>(ns / 1000),
+                  static_cast<unsigned>(ns % 1000));
     out += t;
 }
 
@@ -132,9 +134,9 @@ TraceFile::TraceFile(std::string path, std::FILE *f, int rank) : path_(std::move
     event(meta);
     event("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(rank_) +
           ",\"args\":{\"sort_index\":" + std::to_string(rank_) + "}}");
-    event("{\"ph\":\"M\",\"name\":\"loom_trace\",\"pid\":" + std::to_string(rank_) + ",\"args\":{\"rank\":" +
-          std::to_string(rank_) + ",\"host\":\"" + host_name() + "\",\"pid\":" + std::to_string(getpid()) +
-          ",\"clock\":\"wall\"}}");
+    event("{\"ph\":\"M\",\"name\":\"loom_trace\",\"pid\":" + std::to_string(rank_) +
+          ",\"args\":{\"rank\":" + std::to_string(rank_) + ",\"host\":\"" + host_name() +
+          "\",\"pid\":" + std::to_string(getpid()) + ",\"clock\":\"wall\"}}");
     std::fflush(file_);
 }
 
@@ -182,10 +184,10 @@ uint32_t TraceFile::row(const std::string &track, uint64_t start, uint64_t end) 
     r.tid = static_cast<uint32_t>(rows_.size() + 1);
     rows_.push_back(r);
     // Rows sort by kind: calls, then local work, then each transport's sends and receives.
-    event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank_) + ",\"tid\":" +
-          std::to_string(r.tid) + ",\"args\":{\"name\":\"" + r.name + "\"}}");
-    event("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(rank_) + ",\"tid\":" +
-          std::to_string(r.tid) + ",\"args\":{\"sort_index\":" + std::to_string(r.tid) + "}}");
+    event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank_) +
+          ",\"tid\":" + std::to_string(r.tid) + ",\"args\":{\"name\":\"" + r.name + "\"}}");
+    event("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(rank_) +
+          ",\"tid\":" + std::to_string(r.tid) + ",\"args\":{\"sort_index\":" + std::to_string(r.tid) + "}}");
     return r.tid;
 }
 
@@ -256,8 +258,8 @@ void TraceFile::write_call(uint32_t comm, const CallRecord &c, const Program *pr
                 micros(e, t0);
                 e += ",\"dur\":";
                 micros(e, t1 - t0);
-                e += ",\"args\":{" + call_args + ",\"step\":" + std::to_string(id) + ",\"bytes\":" +
-                     std::to_string(share) + ",\"deps\":[" + deps + "]";
+                e += ",\"args\":{" + call_args + ",\"step\":" + std::to_string(id) +
+                     ",\"bytes\":" + std::to_string(share) + ",\"deps\":[" + deps + "]";
                 if (message) {
                     e += ",\"peer\":" + std::to_string(s.peer) + ",\"message_bytes\":" + std::to_string(bytes) +
                          ",\"lane\":" + std::to_string(s.lane) + ",\"transport\":\"" + transport +

@@ -30,9 +30,9 @@ uint64_t trace_clock_ns();
 
 // The per-step record an execution fills while tracing.
 struct StepTimes {
-    std::vector<uint64_t> posted;    // ns; 0: not posted (a join, say)
-    std::vector<uint64_t> done;      // ns
-    std::vector<uint32_t> carrier;   // the router's transport of a message
+    std::vector<uint64_t> posted;   // ns; 0: not posted (a join, say)
+    std::vector<uint64_t> done;     // ns
+    std::vector<uint32_t> carrier;  // the router's transport of a message
     void arm(size_t steps) {
         posted.assign(steps, 0);
         done.assign(steps, 0);

@@ -6,8 +6,8 @@
 
 #include "core/datatype.hpp"
 #include "select/rules.hpp"
-#include "transport/shm/shm.hpp"
 #include "transport/shm/params.hpp"
+#include "transport/shm/shm.hpp"
 
 namespace loom {
 namespace {

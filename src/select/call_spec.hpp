@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "core/params.hpp"
 #include "core/plan.hpp"
 #include "core/status.hpp"
 #include "node_map.hpp"
-#include "core/params.hpp"
 
 namespace loom {
 

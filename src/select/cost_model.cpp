@@ -9,8 +9,8 @@
 #include <queue>
 #include <sstream>
 
-#include "node_map.hpp"
 #include "core/params.hpp"
+#include "node_map.hpp"
 
 namespace loom {
 namespace {
@@ -22,12 +22,13 @@ Status check_cost_model(const ParamSpec &spec, const std::string &value) {
 
 }  // namespace
 
-const ParamId kParamCostModel = declare_param(ParamSection::selection,
+const ParamId kParamCostModel = declare_param(
+    ParamSection::selection,
     {"cost_model", ParamType::cost_model, "", 5,
-         "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
-         "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
-         "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
-         0, 0, Collective::allreduce, nullptr, check_cost_model});
+     "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
+     "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
+     "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
+     0, 0, Collective::allreduce, nullptr, check_cost_model});
 
 namespace {
 
@@ -336,7 +337,9 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
     const double input = static_cast<double>(a.input_count() * a.elem_size);
     double read = 0;
     switch (a.collective) {
-        case Collective::allreduce: read = (p - 1) * input * model.reduce_us_per_byte + input * model.copy_us_per_byte; break;
+        case Collective::allreduce:
+            read = (p - 1) * input * model.reduce_us_per_byte + input * model.copy_us_per_byte;
+            break;
         case Collective::reduce_scatter:
         case Collective::reduce_scatter_block: read = input * model.reduce_us_per_byte; break;
         case Collective::allgather: read = p * input * model.copy_us_per_byte; break;
@@ -354,9 +357,9 @@ double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
     const double input = static_cast<double>(a.input_count() * a.elem_size);
     const bool reduces = a.collective != Collective::allgather;
     const double combine = (k - 1) * input * (reduces ? model.reduce_us_per_byte : model.copy_us_per_byte);
-    const double result = a.collective == Collective::allgather ? input * a.nranks
+    const double result = a.collective == Collective::allgather   ? input * a.nranks
                           : a.collective == Collective::allreduce ? input
-                                                                   : input / a.nranks;
+                                                                  : input / a.nranks;
     const double waits = k > 1 ? 2 * model.shared_memory.alpha_us : 0;
     return input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte;
 }

@@ -13,8 +13,8 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/fold.hpp"
-#include "node_map.hpp"
 #include "core/params.hpp"
+#include "node_map.hpp"
 
 namespace loom {
 namespace {

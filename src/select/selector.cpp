@@ -27,34 +27,41 @@ const bool sub_collectives_chosen_by_default_rules = (choose_sub_collectives_wit
 
 }  // namespace
 
-const ParamId kParamRulesFile = declare_param(ParamSection::selection,
+const ParamId kParamRulesFile = declare_param(
+    ParamSection::selection,
     {"rules_file", ParamType::path, "", 4,
-         "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
-         "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
-         0, 0, Collective::allreduce});
-const ParamId kParamSlotsMaxBytes = declare_param(ParamSection::selection,
+     "JSON file of selection rules (loom-rules(5)): matching entries choose the algorithm (and its segment "
+     "size, radix ...) before Loom's built-in rules; an invalid file is reported and ignored",
+     0, 0, Collective::allreduce});
+const ParamId kParamSlotsMaxBytes = declare_param(
+    ParamSection::selection,
     {"slots_max_bytes", ParamType::size, "4KiB", 4,
-         "Largest input per rank (allreduce's vector, reduce_scatter's and alltoall's whole send buffer, "
-         "allgather's block) that a collective among the ranks of one node runs through the shared slots "
-         "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), unless a rules "
-         "file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or named by a rule",
-         0, 32768, Collective::allreduce});
+     "Largest input per rank (allreduce's vector, reduce_scatter's and alltoall's whole send buffer, "
+     "allgather's block) that a collective among the ranks of one node runs through the shared slots "
+     "(algorithm shared_slots: inputs published in shared memory and read in place, no messages), unless a rules "
+     "file or a forced algorithm decides first; at most 32 KiB. 0: only where forced or named by a rule",
+     0, 32768, Collective::allreduce});
 
-const ParamId kParamAllreduceAlgorithm = declare_param(ParamSection::algorithms,
-    {"allreduce_algorithm", ParamType::algorithm, "auto", 2,
-         "Allreduce algorithm by name, or auto to let the selector choose", 0, 0, Collective::allreduce, nullptr, check_algorithm_name});
-const ParamId kParamReduceScatterAlgorithm = declare_param(ParamSection::algorithms,
-    {"reduce_scatter_algorithm", ParamType::algorithm, "auto", 2,
-         "Reduce_scatter algorithm by name, or auto", 0, 0, Collective::reduce_scatter, nullptr, check_algorithm_name});
-const ParamId kParamReduceScatterBlockAlgorithm = declare_param(ParamSection::algorithms,
-    {"reduce_scatter_block_algorithm", ParamType::algorithm, "auto", 2,
-         "Reduce_scatter_block algorithm by name, or auto", 0, 0, Collective::reduce_scatter_block, nullptr, check_algorithm_name});
-const ParamId kParamAllgatherAlgorithm = declare_param(ParamSection::algorithms,
-    {"allgather_algorithm", ParamType::algorithm, "auto", 2,
-         "Allgather algorithm by name, or auto", 0, 0, Collective::allgather, nullptr, check_algorithm_name});
-const ParamId kParamAlltoallAlgorithm = declare_param(ParamSection::algorithms,
-    {"alltoall_algorithm", ParamType::algorithm, "auto", 2,
-         "Alltoall algorithm by name, or auto", 0, 0, Collective::alltoall, nullptr, check_algorithm_name});
+const ParamId kParamAllreduceAlgorithm =
+    declare_param(ParamSection::algorithms, {"allreduce_algorithm", ParamType::algorithm, "auto", 2,
+                                             "Allreduce algorithm by name, or auto to let the selector choose", 0, 0,
+                                             Collective::allreduce, nullptr, check_algorithm_name});
+const ParamId kParamReduceScatterAlgorithm =
+    declare_param(ParamSection::algorithms, {"reduce_scatter_algorithm", ParamType::algorithm, "auto", 2,
+                                             "Reduce_scatter algorithm by name, or auto", 0, 0,
+                                             Collective::reduce_scatter, nullptr, check_algorithm_name});
+const ParamId kParamReduceScatterBlockAlgorithm =
+    declare_param(ParamSection::algorithms, {"reduce_scatter_block_algorithm", ParamType::algorithm, "auto", 2,
+                                             "Reduce_scatter_block algorithm by name, or auto", 0, 0,
+                                             Collective::reduce_scatter_block, nullptr, check_algorithm_name});
+const ParamId kParamAllgatherAlgorithm =
+    declare_param(ParamSection::algorithms,
+                  {"allgather_algorithm", ParamType::algorithm, "auto", 2, "Allgather algorithm by name, or auto", 0, 0,
+                   Collective::allgather, nullptr, check_algorithm_name});
+const ParamId kParamAlltoallAlgorithm =
+    declare_param(ParamSection::algorithms,
+                  {"alltoall_algorithm", ParamType::algorithm, "auto", 2, "Alltoall algorithm by name, or auto", 0, 0,
+                   Collective::alltoall, nullptr, check_algorithm_name});
 
 const std::string &forced_algorithm(const Config &config, Collective c) {
     static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm, kParamReduceScatterAlgorithm,
@@ -152,7 +159,8 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
     }
     const AlgorithmInfo &slots = shared_slots_algorithm(c);
     const long long slots_max = config.integer(kParamSlotsMaxBytes);
-    if (static_cast<long long>(args.input_count() * args.elem_size) <= slots_max && slots.not_applicable(args).empty()) {
+    if (static_cast<long long>(args.input_count() * args.elem_size) <= slots_max &&
+        slots.not_applicable(args).empty()) {
         *out = Selection{};
         out->algorithm = &slots;
         out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") on one node: shared slots";

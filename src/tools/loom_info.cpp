@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/datatype.hpp"
+#include "core/params.hpp"
 #include "core/plan.hpp"
 #include "loom.h"
 #include "loom_config.h"
 #include "machine.hpp"
-#include "core/params.hpp"
 #include "select/call_spec.hpp"
 #include "select/selector.hpp"
 
@@ -91,10 +91,8 @@ void print_params() {
             std::printf(
                 "      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
                 "(BANDWIDTH), shm_max (size)\n");
-        else if (s.type == ParamType::choice)
-            std::printf("      values: %s\n", s.choices);
-        else if (s.type == ParamType::path)
-            std::printf("      form: a file path (see loom-rules(5))\n");
+        else if (s.type == ParamType::choice) std::printf("      values: %s\n", s.choices);
+        else if (s.type == ParamType::path) std::printf("      form: a file path (see loom-rules(5))\n");
     }
 }
 

@@ -15,8 +15,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
-#include <mpi.h>
 #include <mpi-ext.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +102,9 @@ static long run(int api, int c, int count, loom_comm_t lc, int rank, int size, l
         }
     } else {
         switch (c) {
-            case 0: rc = MPIX_Allreduce_init(in, out, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &mreq); break;
+            case 0:
+                rc = MPIX_Allreduce_init(in, out, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &mreq);
+                break;
             case 1:
                 rc = MPIX_Reduce_scatter_init(in, out, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &mreq);
                 break;
@@ -193,9 +195,10 @@ int main(int argc, char **argv) {
                 long most[2] = {made, theirs}, got[2];
                 MPI_Allreduce(most, got, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
                 if (rank == 0)
-                    printf("test_persistent np=%d %s %s of %d ints: %ld allocations by Loom, %ld by Open MPI in %d "
-                           "starts (most on one rank)\n",
-                           size, api ? "loom_start" : "MPI_Start", names[c], sizes[k], got[0], got[1], STARTS);
+                    printf(
+                        "test_persistent np=%d %s %s of %d ints: %ld allocations by Loom, %ld by Open MPI in %d "
+                        "starts (most on one rank)\n",
+                        size, api ? "loom_start" : "MPI_Start", names[c], sizes[k], got[0], got[1], STARTS);
                 if (api) loom_made += got[0];
                 else mpi_made += got[0];
                 open_mpi_made += got[1];
@@ -205,9 +208,10 @@ int main(int argc, char **argv) {
     loom_comm_free(&lc);
     const int ok = total_wrong == 0 && loom_made == 0 && mpi_made == 0;
     if (rank == 0)
-        printf("test_persistent np=%d: %ld wrong elements; allocations outside Open MPI: %ld in loom_start, %ld in "
-               "MPI_Start; Open MPI's own: %ld: %s\n",
-               size, total_wrong, loom_made, mpi_made, open_mpi_made, ok ? "ok" : "FAILED");
+        printf(
+            "test_persistent np=%d: %ld wrong elements; allocations outside Open MPI: %ld in loom_start, %ld in "
+            "MPI_Start; Open MPI's own: %ld: %s\n",
+            size, total_wrong, loom_made, mpi_made, open_mpi_made, ok ? "ok" : "FAILED");
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "perf/progress_threads.h"
 #include "loom.h"
+#include "perf/progress_threads.h"
 
 static int rank, size, failures;
 
@@ -114,9 +114,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (rank == 0)
-        printf("test_progress_thread np=%d: thread moved every message, freed communicator finished its call, "
-               "%d loom-progress thread(s) during MPI_Iallreduce, none after MPI_Finalize: PASS\n",
-               size, during);
+        printf(
+            "test_progress_thread np=%d: thread moved every message, freed communicator finished its call, "
+            "%d loom-progress thread(s) during MPI_Iallreduce, none after MPI_Finalize: PASS\n",
+            size, during);
     free(in);
     free(out);
     return 0;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/reductions.hpp"
 #include "core/datatype.hpp"
+#include "cuda/reductions.hpp"
 
 namespace loom {
 namespace {
@@ -92,7 +92,8 @@ TEST(DeviceReductions, SharedOperationsMatchTheCpuKernels) {
     const std::set<std::string> host_only = {"long_double", "float_complex", "double_complex", "long_double_complex",
                                              "long_double_int"};
     std::set<std::pair<std::string, std::string>> listed;
-    for (const auto &c : checked) EXPECT_TRUE(listed.insert({c.type, c.op}).second) << c.type << " " << c.op << " twice";
+    for (const auto &c : checked)
+        EXPECT_TRUE(listed.insert({c.type, c.op}).second) << c.type << " " << c.op << " twice";
     for (int t = 0; t < LOOM_DATATYPE_COUNT; ++t)
         for (int o = 0; o < LOOM_OP_COUNT; ++o) {
             const auto type = static_cast<loom_datatype_t>(t);

@@ -7,8 +7,8 @@
 #include <string>
 #include <type_traits>
 
-#include "loom.h"
 #include "core/params.hpp"
+#include "loom.h"
 #include "select/call_spec.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"

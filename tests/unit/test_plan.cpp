@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <set>
 
-#include "core/plan.hpp"
-#include "runtime/communicator.hpp"
 #include "core/params.hpp"
+#include "core/plan.hpp"
 #include "node_map.hpp"
+#include "runtime/communicator.hpp"
 #include "select/cost_model.hpp"
-#include "transport/ucx/params.hpp"
 #include "transport/inprocess/inprocess.hpp"
+#include "transport/ucx/params.hpp"
 
 namespace loom {
 namespace {
@@ -158,7 +158,7 @@ TEST(Params, BadNamesAndValuesAreClearErrors) {
     EXPECT_EQ(c.set("allreduce_algorithm", "bogus"), LOOM_ERR_UNKNOWN_ALGORITHM);
     EXPECT_NE(std::string(last_error_message()).find("no algorithm 'bogus'"), std::string::npos);
     EXPECT_NE(std::string(last_error_message()).find("ring"), std::string::npos);  // lists the known ones
-    EXPECT_EQ(forced_algorithm(c, Collective::allreduce), "ring");                  // unchanged on error
+    EXPECT_EQ(forced_algorithm(c, Collective::allreduce), "ring");                 // unchanged on error
     EXPECT_EQ(c.set("no_such_knob", "1"), LOOM_ERR_UNKNOWN_PARAMETER);
     EXPECT_EQ(c.set("segment_size", "12 apples"), LOOM_ERR_INVALID_PARAMETER_VALUE);
     EXPECT_EQ(c.set("knomial_radix", "1"), LOOM_ERR_INVALID_PARAMETER_VALUE);

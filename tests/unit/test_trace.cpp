@@ -59,10 +59,12 @@ TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
     const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, 0);
     std::set<std::string> phases;
     for (StepId id = 0; id < p.size(); ++id) phases.insert(p.phase_of(id));
-    EXPECT_TRUE(phases.count("reduce_scatter direct over 2 (node)") || phases.count("reduce_scatter pairwise over 2 (node)"))
+    EXPECT_TRUE(phases.count("reduce_scatter direct over 2 (node)") ||
+                phases.count("reduce_scatter pairwise over 2 (node)"))
         << *phases.begin();
     bool inter = false;
-    for (const std::string &s : phases) inter |= s.rfind("allreduce ", 0) == 0 && s.find(" over 2") != std::string::npos;
+    for (const std::string &s : phases)
+        inter |= s.rfind("allreduce ", 0) == 0 && s.find(" over 2") != std::string::npos;
     EXPECT_TRUE(inter);
 }
 

@@ -43,7 +43,7 @@ void SharedMemoryTransport::plan_added(uint32_t id, uint32_t key, const CollArgs
     PlanPolicy &policy = plans_[id];
     policy = PlanPolicy{};
     policy.threaded = args.progress_thread;
-    policy.ring_limit = args.progress_thread ? SIZE_MAX
+    policy.ring_limit = args.progress_thread                      ? SIZE_MAX
                         : args.collective == Collective::alltoall ? std::min(max_bytes_, alltoall_max_bytes_)
                                                                   : max_bytes_;
     // A thread-driven plan's large messages always go by single copy where
@@ -277,8 +277,7 @@ void SharedMemoryTransport::revoke(uint64_t call) {
         std::atomic<uint64_t> &word = header_of(inbox)->revoke_notice;
         uint64_t seen = word.load(std::memory_order_relaxed);
         while ((!seen || notice >> 16 < seen >> 16) &&
-               !word.compare_exchange_weak(seen, notice, std::memory_order_release, std::memory_order_relaxed)) {
-        }
+               !word.compare_exchange_weak(seen, notice, std::memory_order_release, std::memory_order_relaxed)) {}
     }
 }
 

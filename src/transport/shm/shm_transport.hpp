@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/fifo.hpp"
 #include "transport/shm/copy_path_chooser.hpp"
 #include "transport/shm/layout.hpp"
 #include "transport/shm/shm.hpp"
-#include "core/fifo.hpp"
 #include "transport/transport.hpp"
 
 namespace loom {
@@ -37,7 +37,7 @@ struct ShmOp {
     // The message's size (a send's: its own). Both sides of a message run
     // one plan, so a receive's other size means the ranks' calls differ.
     size_t arrived_bytes = 0;
-    size_t peer = 0;         // local index
+    size_t peer = 0;  // local index
     uint32_t tag = 0;
     unsigned char *buf = nullptr;
     size_t bytes = 0;
@@ -59,15 +59,15 @@ struct Unexpected {
 };
 
 struct PeerState {
-    Fifo<ShmOp *> sends;  // in posting order; the front may be partly written
-    uint64_t send_next = 0;     // next cell to write in the peer's inbox
+    Fifo<ShmOp *> sends;     // in posting order; the front may be partly written
+    uint64_t send_next = 0;  // next cell to write in the peer's inbox
     // Single-copy sends handed over, with their cell, until the peer has read them.
     Fifo<std::pair<ShmOp *, uint64_t>> reading;
     // As a receiver: whether we may read this peer's memory (0: not tried,
     // kSingleCopyAllowed, kSingleCopyRefused).
     uint8_t single_copy = 0;
-    Fifo<ShmOp *> recvs;  // posted, not yet matched, in posting order
-    uint64_t recv_next = 0;     // next cell to read in our inbox
+    Fifo<ShmOp *> recvs;     // posted, not yet matched, in posting order
+    uint64_t recv_next = 0;  // next cell to read in our inbox
     // The message being read: straight into a receive, or into `unexpected`.
     ShmOp *in_op = nullptr;
     Unexpected *in_unexpected = nullptr;
@@ -275,7 +275,7 @@ class SharedMemoryTransport final : public Transport {
     uint64_t cells_moved_ = 0;
     uint64_t unexpected_messages_ = 0;  // taken out of a ring before their receive was posted
     uint64_t single_copy_sends_ = 0;
-    std::string map_error_;  // a peer's inbox that belongs to someone else
+    std::string map_error_;    // a peer's inbox that belongs to someone else
     bool ring_peers_ = false;  // ring_peers(): a progress thread drives this communicator
 };
 

@@ -133,8 +133,7 @@ Status UcxTransport::advance_receiver(Op &op) {
                 }
                 op.requests[k] = nullptr;
                 LOOM_RETURN_IF_ERROR(below_->post_recv(op.buf + op.offset[k], op.expected[k], op.peer,
-                                                       below_tag(1 + k, op.number, op.tag), Route{},
-                                                       &op.around[k]));
+                                                       below_tag(1 + k, op.number, op.tag), Route{}, &op.around[k]));
                 ++counts_[static_cast<size_t>(op.rail[k])].pieces_received_below;
             }
         // From the spares: every rail message is answered, and the hot path allocates nothing.
@@ -145,8 +144,8 @@ Status UcxTransport::advance_receiver(Op &op) {
             answer = std::move(spare_answers_.back());
             spare_answers_.pop_back();
         }
-        answer->word = (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 |
-                       static_cast<uint32_t>(missing) << 20;
+        answer->word =
+            (op.tag & (kCallTags - 1)) | static_cast<uint32_t>(op.number) << 12 | static_cast<uint32_t>(missing) << 20;
         const uint32_t tag = below_tag(0, op.number, op.tag);
         if (t_on_progress_thread) {
             // Everything arrived: the message is complete; the answer is owed.

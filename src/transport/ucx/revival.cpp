@@ -136,14 +136,15 @@ void check_rails(SetupContext &c, void *transport) {
             std::shared_ptr<RailWorker> w;
             std::vector<ucp_ep_h> endpoints;
             std::string why;
-            int64_t ok = revive_rail(c, t, *t.workers(), rail, c.config().integer(kParamRailTimeoutMs), &w,
-                                     &endpoints, &why)
-                             ? 1
-                             : 0;
+            int64_t ok =
+                revive_rail(c, t, *t.workers(), rail, c.config().integer(kParamRailTimeoutMs), &w, &endpoints, &why)
+                    ? 1
+                    : 0;
             if (c.allreduce_int64(&ok, 1, LOOM_MIN) != LOOM_SUCCESS) return;
             if (!ok) {
                 if (verbose || !why.empty())
-                    std::fprintf(stderr, "loom: rank %d: rail %s not back yet: %s\n", c.rank(), t.rail_name(rail).c_str(),
+                    std::fprintf(stderr, "loom: rank %d: rail %s not back yet: %s\n", c.rank(),
+                                 t.rail_name(rail).c_str(),
                                  why.empty() ? "another rank's handshake failed" : why.c_str());
                 continue;
             }

@@ -148,7 +148,6 @@ Status connect(SetupContext &c, const std::vector<std::string> &names, std::shar
     return LOOM_SUCCESS;
 }
 
-
 }  // namespace
 
 void set_up_rails(SetupContext &c) {

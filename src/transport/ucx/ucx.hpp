@@ -88,8 +88,7 @@ class UcxTransport final : public Transport {
     // A plan for the progress thread sends small messages here too: the
     // thread may not drive the PML.
     int carries(int peer, size_t bytes, const Route &route) const override {
-        return peers_.remote[static_cast<size_t>(peer)] &&
-                       (bytes >= min_bytes_ || threaded_plans_.count(route.plan)) &&
+        return peers_.remote[static_cast<size_t>(peer)] && (bytes >= min_bytes_ || threaded_plans_.count(route.plan)) &&
                        route.plan >= first_plan_ && !weights_for(route.plan).live.empty()
                    ? 0
                    : -1;
@@ -168,8 +167,7 @@ class UcxTransport final : public Transport {
     // The pieces a message of `bytes` on `lane` of plan `plan` is cut into:
     // rail and length per piece, in order (empty pieces and rails left out
     // of the plan's weights skipped).
-    void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out,
-             uint32_t plan = Route::kNoPlan) const;
+    void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out, uint32_t plan = Route::kNoPlan) const;
     // Per rail, the moving estimate of bytes per second that striped
     // messages arrived at on this rank (0: none seen yet).
     std::vector<double> observed_rates() const { return rates_; }
@@ -198,13 +196,13 @@ class UcxTransport final : public Transport {
         uint32_t answer_word = 0;
         int pieces = 0;
         int peer = 0;
-        uint8_t number = 0;       // among this pair's messages of this tag
-        uint8_t arrived = 0;      // pieces finished on their rails (bit per piece)
-        uint8_t moved = 0;        // pieces that travel below
-        uint8_t moved_done = 0;   // of those, finished
+        uint8_t number = 0;      // among this pair's messages of this tag
+        uint8_t arrived = 0;     // pieces finished on their rails (bit per piece)
+        uint8_t moved = 0;       // pieces that travel below
+        uint8_t moved_done = 0;  // of those, finished
         bool send = false;
         bool striped = false;
-        bool answered = false;    // receiver: answer posted (or owed); sender: answer read
+        bool answered = false;        // receiver: answer posted (or owed); sender: answer read
         bool answer_posted = false;   // sender: the receive for the answer is posted below
         bool answer_arrived = false;  // sender: the answer is in answer_word
         std::vector<char> retained;   // a detached send's copy of its message
@@ -251,10 +249,10 @@ class UcxTransport final : public Transport {
     int rank_, size_;
     UcxPeers peers_;
     uint32_t comm_id_;
-    std::vector<double> weights_;       // the newest, normalised, 0 for a rail left out
-    std::vector<double> given_weights_;  // the last ones set with every rail in
+    std::vector<double> weights_;         // the newest, normalised, 0 for a rail left out
+    std::vector<double> given_weights_;   // the last ones set with every rail in
     std::vector<WeightSet> weight_sets_;  // by the first plan id that uses them (oldest first)
-    std::vector<double> rates_;  // bytes per second per rail, moving estimate
+    std::vector<double> rates_;           // bytes per second per rail, moving estimate
     std::vector<double> pending_weights_;
     bool yield_when_idle_ = false;
     size_t stripe_min_, min_bytes_;
@@ -269,9 +267,9 @@ class UcxTransport final : public Transport {
     Transport *below_ = nullptr;
     uint64_t stall_ns_ = 0;
     std::vector<std::vector<uint8_t>> send_numbers_, receive_numbers_;  // per peer, per tag
-    std::vector<std::vector<uint64_t>> last_arrival_ns_;  // per peer and rail
-    std::vector<std::unique_ptr<Answer>> answers_;       // answers still being sent
-    std::vector<std::unique_ptr<Answer>> spare_answers_;  // sent, kept for reuse
+    std::vector<std::vector<uint64_t>> last_arrival_ns_;                // per peer and rail
+    std::vector<std::unique_ptr<Answer>> answers_;                      // answers still being sent
+    std::vector<std::unique_ptr<Answer>> spare_answers_;                // sent, kept for reuse
     // What the progress thread left for the caller to post below: answers
     // (with their peer and tag) and the senders' receives for theirs.
     struct OwedAnswer {
@@ -283,8 +281,8 @@ class UcxTransport final : public Transport {
     std::vector<uint32_t> answer_receives_owed_;  // op indices
     Status post_answer_receive(Op &op);
     Status send_answer(std::unique_ptr<Answer> answer, int peer, uint32_t tag);
-    std::vector<uint32_t> detached_;  // sends reported done, kept (with a copy) until answered
-    std::vector<TransportHandle *> below_handles_;     // scratch for one test below
+    std::vector<uint32_t> detached_;                      // sends reported done, kept (with a copy) until answered
+    std::vector<TransportHandle *> below_handles_;        // scratch for one test below
     std::vector<std::pair<uint32_t, int>> below_owners_;  // op (kNoOp: an answer) and piece (-1: the answer)
     std::vector<unsigned char> below_done_;
     static constexpr unsigned kBelowPollEvery = 16;
@@ -300,7 +298,7 @@ class UcxTransport final : public Transport {
     };
     std::vector<RailCounts> counts_;
     std::unordered_map<uint32_t, int> plan_collective_;  // plan id -> Collective
-    std::unordered_set<uint32_t> threaded_plans_;         // plans for the progress thread
+    std::unordered_set<uint32_t> threaded_plans_;        // plans for the progress thread
     // Messages and bytes sent per collective and rail (messages of known plans).
     std::vector<std::vector<uint64_t>> collective_bytes_, collective_messages_;
 };
