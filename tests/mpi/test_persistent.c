@@ -15,8 +15,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
-#include <mpi-ext.h>
 #include <mpi.h>
+
+#include <mpi-ext.h> /* needs mpi.h first: Open MPI's MPIX_*_init */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
