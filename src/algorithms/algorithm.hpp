@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/call_path.hpp"
 #include "core/params.hpp"
 #include "core/plan.hpp"
 
@@ -25,16 +26,9 @@ struct AlgorithmInfo {
     // True when the algorithm reads its input only through a first copy into
     // the output, so an in-place call may alias input and output directly.
     bool in_place_aliasing_safe;
-    // Runs without a plan (build is null): the shared slots
-    // (runtime/slot_call.hpp), which read peers' contributions in place.
-    bool plan_free = false;
-    // The plan is only the node leaders' exchange: the node's own phases run
-    // on the shared slots around it (runtime/node_slot_call.hpp).
-    bool node_slots = false;
-    // Runs on device buffers among the ranks of one node, reading peers'
-    // buffers through CUDA IPC (runtime/cuda_ipc_call.hpp); no plan. The only
-    // algorithms for device memory: every other one runs on host memory.
-    bool cuda_ipc = false;
+    // How its calls run (call_path.hpp); build is null where the path has
+    // no plan. Only the CUDA IPC path runs on device memory.
+    CallPath path = CallPath::plan;
 };
 // Why `algo` cannot run on the call's memory ("" when it can).
 std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args);
@@ -55,8 +49,7 @@ constexpr AlgorithmInfo cuda_ipc_algorithm(Collective c, const char *name, const
                     cuda_ipc_not_applicable,
                     nullptr,
                     true};
-    a.plan_free = true;
-    a.cuda_ipc = true;
+    a.path = CallPath::cuda_ipc;
     return a;
 }
 

@@ -76,22 +76,22 @@ extern const AlgorithmInfo kAllreduceNodeSlots = {
     Collective::allreduce, "node_slots",
     "each node adds its vectors on the shared slots, the node leaders allreduce the sums, each node reads the "
     "result from its leader's slot; for small vectors across nodes",
-    kRestrictions, not_applicable, build_reduction, false, false, true};
+    kRestrictions, not_applicable, build_reduction, false, CallPath::node_slots};
 extern const AlgorithmInfo kReduceScatterNodeSlots = {
     Collective::reduce_scatter, "node_slots",
     "each node adds its inputs on the shared slots, the node leaders allreduce the sums, each rank reads its "
     "block from its leader's slot; for small inputs across nodes",
-    kRestrictions, not_applicable, build_reduction, false, false, true};
+    kRestrictions, not_applicable, build_reduction, false, CallPath::node_slots};
 extern const AlgorithmInfo kReduceScatterBlockNodeSlots = {
     Collective::reduce_scatter_block, "node_slots",
     "each node adds its inputs on the shared slots, the node leaders allreduce the sums, each rank reads its "
     "block from its leader's slot; for small inputs across nodes",
-    kRestrictions, not_applicable, build_reduction, false, false, true};
+    kRestrictions, not_applicable, build_reduction, false, CallPath::node_slots};
 extern const AlgorithmInfo kAllgatherNodeSlots = {
     Collective::allgather, "node_slots",
     "each node's leader collects its node's blocks from the shared slots, sends them to every other leader in "
     "one message, and its node reads the whole output from its slot; for small blocks across nodes",
-    kRestrictions, not_applicable, build_allgather, false, false, true};
+    kRestrictions, not_applicable, build_allgather, false, CallPath::node_slots};
 
 size_t node_slots_result_count(const CollArgs &a) {
     return a.collective == Collective::allgather ? a.count * static_cast<size_t>(a.nranks) : a.input_count();

@@ -64,10 +64,10 @@ extern const AlgorithmInfo kAllgatherCudaIpcDirect;
 extern const AlgorithmInfo kAlltoallCudaIpcDirect;
 
 std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args) {
-    if (algo.cuda_ipc && args.memory != MemoryType::cuda) return "device (CUDA) memory only";
-    if (!algo.cuda_ipc && args.memory != MemoryType::host)
-        return "host memory only (device buffers are staged through host memory for it)";
-    return {};
+    const MemoryType runs_on = traits_of(algo.path).memory;
+    if (args.memory == runs_on) return {};
+    if (runs_on == MemoryType::cuda) return "device (CUDA) memory only";
+    return "host memory only (device buffers are staged through host memory for it)";
 }
 
 std::string cuda_ipc_not_applicable(const CollArgs &a) {

@@ -30,23 +30,23 @@ constexpr const char *kRestrictions =
 extern const AlgorithmInfo kAllreduceSharedSlots = {
     Collective::allreduce, "shared_slots",
     "every rank publishes its vector in shared memory and adds up all p in place, in rank order; no messages",
-    kRestrictions, not_applicable, nullptr, true, true};
+    kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 extern const AlgorithmInfo kReduceScatterSharedSlots = {
     Collective::reduce_scatter, "shared_slots",
     "every rank publishes its input in shared memory and adds up its block of all p in place; no messages",
-    kRestrictions, not_applicable, nullptr, true, true};
+    kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 extern const AlgorithmInfo kReduceScatterBlockSharedSlots = {
     Collective::reduce_scatter_block, "shared_slots",
     "every rank publishes its input in shared memory and adds up its block of all p in place; no messages",
-    kRestrictions, not_applicable, nullptr, true, true};
+    kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 extern const AlgorithmInfo kAllgatherSharedSlots = {
     Collective::allgather, "shared_slots",
     "every rank publishes its block in shared memory and copies all p from there; no messages",
-    kRestrictions, not_applicable, nullptr, true, true};
+    kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 extern const AlgorithmInfo kAlltoallSharedSlots = {
     Collective::alltoall, "shared_slots",
     "every rank publishes its send buffer in shared memory and copies its block of each from there; no messages",
-    kRestrictions, not_applicable, nullptr, true, true};
+    kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 
 const AlgorithmInfo &shared_slots_algorithm(Collective c) {
     switch (c) {

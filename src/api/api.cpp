@@ -464,7 +464,7 @@ int loom_algorithm_memory(int index, const char **memory) {
                                                    " is out of range [0, " + std::to_string(loom_algorithm_count()) +
                                                    ")");
     if (!memory) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: memory is NULL");
-    *memory = all_algorithms()[static_cast<size_t>(index)]->cuda_ipc ? "device" : "host";
+    *memory = traits_of(all_algorithms()[static_cast<size_t>(index)]->path).memory == MemoryType::cuda ? "device" : "host";
     return LOOM_SUCCESS;
 }
 

@@ -108,8 +108,8 @@ thread_local bool walking_communicators = false;
 
 // What --explain and verbose say of a nonblocking call's progress with the thread on.
 std::string progress_note(const CachedPlan &plan) {
-    if (plan.algorithm->plan_free) return "; progressed by the caller's calls (shared slots)";
-    if (plan.algorithm->node_slots) return "; progressed by the caller's calls (node slots)";
+    const CallPathTraits &path = traits_of(plan.algorithm->path);
+    if (!path.thread_drivable) return std::string("; progressed by the caller's calls (") + path.name + ")";
     if (plan.thread_drivable) return "; progressed by the progress thread";
     if (plan.thread_blocker)
         return std::string("; progressed by the caller's calls (messages on ") + plan.thread_blocker +
@@ -117,15 +117,21 @@ std::string progress_note(const CachedPlan &plan) {
     return "";
 }
 
-// A shared-slots call whose peer published another call's signature.
-std::string slot_mismatch(const CollArgs &args, int rank, int peer) {
+}  // namespace
+
+std::string Communicator::slot_mismatch(const CollArgs &args, int peer) const {
     return "shared slots: rank " + std::to_string(peer) +
            " made another call (collective, count, datatype or op) "
            "where rank " +
-           std::to_string(rank) + " made " + args.describe() +
+           std::to_string(rank_) + " made " + args.describe() +
            "; every rank must make the same collective calls in the same order (the output is left untouched)";
 }
-}  // namespace
+
+Status Communicator::check_slots(const CollArgs &args) const {
+    if (size_ > 1 && (!slots_ || slots_->size() != size_))
+        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
+    return LOOM_SUCCESS;
+}
 
 Request::~Request() {
     if (!comm_) return;
@@ -162,86 +168,15 @@ Status Request::start() {
     return comm_->launch(*this, args_, call_, plan_, false);
 }
 
-Status Request::advance_node_slots() {
-    uint64_t &finished = comm_->slots_finished_;
-    if (!exchanging_) {
-        const NodeSlotCall::Stage stage = node_slot_.advance(&finished);
-        if (stage == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
-        if (stage == NodeSlotCall::Stage::exchange) {
-            ExecutionBuffers eb;
-            eb.plan = plan_id_;
-            eb.input = node_slot_.combined();
-            eb.output = node_slot_.result();
-            eb.scratch = scratch_.data();
-            eb.elem_size = args_.elem_size;
-            eb.reduce = reduce_;
-            if (traced_) eb.trace = &trace_times_;
-            if (execution_) execution_->reset(program_.get(), tag_, eb);
-            else execution_ = std::make_unique<Execution>(program_.get(), comm_->transport(), tag_, eb);
-            exchanging_ = true;
-            error_ = execution_->start();
-        }
-    }
-    if (exchanging_) {
-        bool complete = false;
-        if (error_ == LOOM_SUCCESS) error_ = execution_->progress(&complete);
-        if (error_ != LOOM_SUCCESS) {
-            error_message_ = last_error_message();
-            execution_->withdraw();
-            if (error_ == LOOM_ERR_MISMATCH) mismatched();  // before the node's ranks read the outcome
-        } else if (!complete) {
-            return LOOM_SUCCESS;
-        }
-        // The node's other ranks learn the outcome from the leader's slot.
-        node_slot_.finish_exchange(error_ == LOOM_SUCCESS, &finished);
-        exchanging_ = false;
-        if (node_slot_.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
-    } else if (node_slot_.failed() && error_ == LOOM_SUCCESS) {
-        // result() reports it to the caller; a leader's revoke is published before the outcome.
-        if (comm_->revoked_by_peer(call_number_)) {
-            error_ = LOOM_ERR_MISMATCH;
-            error_message_ = comm_->revoked_;
-        } else {
-            error_ = LOOM_ERR_TRANSPORT;
-            error_message_ = "the node leader's exchange with the other nodes failed (the leader reports why)";
-        }
-    }
+Status Request::advance() {
+    if (finished_) return error_;
+    return path_->advance(*this);
+}
+
+void Request::finish() {
     finished_ = true;
     erase_one(comm_->active_, this);
     if (traced_) comm_->trace_end(*this);
-    return error_;
-}
-
-Status Request::advance() {
-    if (finished_) return error_;
-    if (node_slot_call_) return advance_node_slots();
-    if (slot_call_) {
-        if (slot_.advance(&comm_->slots_finished_)) {
-            finished_ = true;
-            erase_one(comm_->active_, this);
-            if (traced_) comm_->trace_end(*this);
-            if (slot_.failed()) {
-                error_ = LOOM_ERR_MISMATCH;
-                error_message_ = slot_mismatch(args_, comm_->rank(), slot_.mismatched_rank());
-                mismatched();
-                return error_;
-            }
-        }
-        return LOOM_SUCCESS;
-    }
-    bool complete = false;
-    error_ = execution_->progress(&complete);
-    finished_ = complete || error_ != LOOM_SUCCESS;
-    if (error_ != LOOM_SUCCESS) {
-        error_message_ = last_error_message();
-        execution_->withdraw();
-        if (error_ == LOOM_ERR_MISMATCH) mismatched();
-    }
-    if (finished_) {
-        erase_one(comm_->active_, this);
-        if (traced_) comm_->trace_end(*this);
-    }
-    return error_;
 }
 
 bool Request::running() {
@@ -256,10 +191,8 @@ Status Request::result() const { return error_ == LOOM_SUCCESS ? LOOM_SUCCESS : 
 void Request::end_with(Status error, std::string message) {
     error_ = error;
     error_message_ = std::move(message);
-    if (execution_) execution_->withdraw();
-    finished_ = true;
-    erase_one(comm_->active_, this);
-    if (traced_) comm_->trace_end(*this);
+    path_->withdraw(*this);
+    finish();
 }
 
 void Request::mismatched() { error_message_ = comm_->revoke_found(collective_, call_number_, error_message_); }
@@ -312,7 +245,7 @@ Status Request::wait() {
         if (done) return LOOM_SUCCESS;  // test() also moves the other communicators now and then
         ++waits_.polls;
         if (!comm_) continue;  // freed meanwhile: the next test reports it
-        if (slot_call_ || node_slot_call_) {
+        if (path_->polls_shared_memory()) {
             if (comm_->wait_for_slots(polls)) ++waits_.yields;
             continue;
         }
@@ -362,11 +295,10 @@ std::string Communicator::describe_wait(const Waiting &w, const Request *req, co
         }
     std::vector<int> local, slot_peers, receives_from, sends_to;
     if (slot) slot->unpublished(&local);
-    if (req && req->slot_call_) req->slot_.unpublished(&local);
-    if (req && req->node_slot_call_ && !req->exchanging_) req->node_slot_.waiting_for(&local);
+    if (req) req->path_->slots_waited(*req, &local);
     for (int i : local) slot_peers.push_back(slot_group_[static_cast<size_t>(i)]);
-    const bool running_plan = req && req->execution_ && !req->slot_call_ && (!req->node_slot_call_ || req->exchanging_);
-    if (running_plan) req->execution_->pending_peers(&receives_from, &sends_to);
+    const Execution *running_plan = req ? req->path_->running_plan(*req) : nullptr;
+    if (running_plan) running_plan->pending_peers(&receives_from, &sends_to);
 
     char head[160];
     std::snprintf(head, sizeof head, "%s #%llu (count %zu x %zu B, %s) on rank %d of %d has waited %.1f s",
@@ -379,8 +311,8 @@ std::string Communicator::describe_wait(const Waiting &w, const Request *req, co
     }
     if (!slot_peers.empty()) text += "; it waits for the shared slots of ranks " + rank_list(slot_peers);
     if (running_plan) {
-        text += "; step " + std::to_string(req->execution_->completed_steps()) + " of " +
-                std::to_string(req->execution_->program().size()) + " done";
+        text += "; step " + std::to_string(running_plan->completed_steps()) + " of " +
+                std::to_string(running_plan->program().size()) + " done";
         if (!receives_from.empty()) text += ", waiting for messages from ranks " + rank_list(receives_from);
         if (!sends_to.empty()) text += ", its messages to ranks " + rank_list(sends_to) + " not yet taken";
     }
@@ -661,9 +593,10 @@ Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
     Engine *engine = a.memory == MemoryType::host ? nullptr : engine_for(a.memory);
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), plans_.take_id(),
                     engine};
-    if (!sel.algorithm->plan_free) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
-    // The slots progress in the caller's calls, not the thread's.
-    if (a.progress_thread && !sel.algorithm->plan_free && !sel.algorithm->node_slots) {
+    plan.runner = &runner_for(sel.algorithm->path);
+    const CallPathTraits &path = traits_of(sel.algorithm->path);
+    if (path.builds_plan) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
+    if (a.progress_thread && path.thread_drivable) {
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
@@ -762,9 +695,7 @@ Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<R
     req->call_ = call;
     // Storage a start would otherwise grow on its first run.
     req->scratch_.resize(plan->program->scratch_count * args.elem_size);
-    if (plan->algorithm->node_slots) req->snapshot_.reserve(NodeSlotCall::buffer_bytes(args));
-    else if (args.in_place && !plan->algorithm->in_place_aliasing_safe)
-        req->snapshot_.reserve(args.input_count() * args.elem_size);
+    plan->runner->reserve(*req, args, *plan);
     ExecutionBuffers none;
     req->execution_ = std::make_unique<Execution>(req->program_.get(), *router_, 0, none);
     req->execution_->reserve();
@@ -838,8 +769,7 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
 }
 
 Status Communicator::run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature) {
-    if (size_ > 1 && (!slots_ || slots_->size() != size_))
-        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
+    LOOM_RETURN_IF_ERROR(check_slots(args));
     LOOM_RETURN_IF_ERROR(closed());
     const uint64_t call_number = enter_call();
     SlotCall slot;
@@ -863,7 +793,7 @@ Status Communicator::run_slots(const CollArgs &args, const CallData &call, Reduc
     }
     if (slot.failed())
         return fail(LOOM_ERR_MISMATCH,
-                    revoke_found(args.collective, call_number, slot_mismatch(args, rank_, slot.mismatched_rank())));
+                    revoke_found(args.collective, call_number, slot_mismatch(args, slot.mismatched_rank())));
     return LOOM_SUCCESS;
 }
 
@@ -873,136 +803,17 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
     return nullptr;
 }
 
-Status Communicator::launch_slots(Request &req, const CollArgs &args, const CallData &call) {
-    if (size_ > 1 && (!slots_ || slots_->size() != size_))
-        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
-    req.arm(this, /*slot_call=*/true, /*node_slot_call=*/false);
-    if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
-    req.traced_ = false;
-    if (tracing())
-        trace_begin(req, args, last_algorithm_[static_cast<int>(args.collective)], 0,
-                    req.persistent_ ? "persistent" : "nonblocking", nullptr);
-    req.slot_.begin(slots_.get(), slots_ ? ++slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
-                    slot_reduction(args.collective, call), SlotCall::call_signature(args, call.type, call.op));
-    active_.push_back(&req);
-    // Published now when no earlier call is pending: the peers can then
-    // finish without waiting for this rank's next test. The request stays
-    // active until the caller's test or wait sees it done, as MPI's do.
-    if (active_.size() == 1) req.slot_.advance(&slots_finished_);
-    return LOOM_SUCCESS;
-}
-
-Status Communicator::launch_node_slots(Request &req, const CollArgs &args, const CallData &call,
-                                       const CachedPlan &plan) {
-    const bool alone = nodes_.ranks_on(nodes_.node_of[rank_]) == 1;
-    if (!alone && !slots_)
-        return fail(LOOM_ERR_INTERNAL, "node slots chosen for " + args.describe() + " without shared memory");
-    req.arm(this, /*slot_call=*/false, /*node_slot_call=*/true);
-    req.exchanging_ = false;
-    req.thread_driven_ = false;    // its slot phases progress in the caller's calls
-    timed_plan_ = Route::kNoPlan;  // no transport times it
-    if (&req.args_ != &args) req.args_ = args;
-    if (req.program_ != plan.program) req.program_ = plan.program;
-    req.plan_id_ = plan.id;
-    req.reduce_ = slot_reduction(args.collective, call);
-    req.traced_ = false;
-    if (tracing())
-        trace_begin(req, args, plan.algorithm->name, plan.id, req.persistent_ ? "persistent" : "nonblocking",
-                    plan.program.get());
-    // Every rank takes the tag, so that tags stay equal everywhere; only
-    // the leaders' plan uses it.
-    req.tag_ = next_tag_;
-    next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
-    const size_t buffer = NodeSlotCall::buffer_bytes(req.args_);
-    spare_buffers_.take(req.snapshot_, buffer);
-    req.snapshot_.resize(buffer);
-    const size_t scratch = plan.program->scratch_count * args.elem_size;
-    spare_buffers_.take(req.scratch_, scratch);
-    req.scratch_.resize(scratch);
-    const uint64_t generation = alone ? 0 : slots_started_ + 1;
-    if (!alone) slots_started_ += 2;  // the node's inputs, then the leader's result
-    req.node_slot_.begin(alone ? nullptr : slots_.get(), generation, req.args_, rank_, call.sendbuf, call.recvbuf,
-                         req.reduce_, req.snapshot_.data());
-    active_.push_back(&req);
-    // Published now when no earlier call is pending, as launch_slots does;
-    // a leader starts its plan at the request's next advance.
-    if (active_.size() == 1) req.node_slot_.advance(&slots_finished_);
-    return LOOM_SUCCESS;
-}
-
-Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &planned,
+Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan,
                             bool blocking) {
-    const CachedPlan *plan = &planned;
     LOOM_RETURN_IF_ERROR(closed());
     started_any_ = true;
-    last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
+    last_algorithm_[static_cast<int>(args.collective)] = plan.algorithm->name;
     req.call_number_ = enter_call();
     req.collective_ = args.collective;
     req.count_ = args.count;
     req.elem_size_ = args.elem_size;
-    req.algorithm_ = plan->algorithm->name;
-    if (plan->algorithm->plan_free) return launch_slots(req, args, call);  // blocking ones: run_slots
-    if (plan->algorithm->node_slots) return launch_node_slots(req, args, call, *plan);
-    req.arm(this, /*slot_call=*/false, /*node_slot_call=*/false);
-    if (req.program_ != plan->program) req.program_ = plan->program;  // keeps it alive; no refcount churn in loops
-    ExecutionBuffers eb;
-    eb.plan = plan->id;
-    eb.engine = plan->engine;
-    eb.output = call.recvbuf;
-    eb.elem_size = args.elem_size;
-    if (args.collective == Collective::allreduce || args.collective == Collective::reduce_scatter ||
-        args.collective == Collective::reduce_scatter_block)
-        eb.reduce = reduction_kernel(call.type, call.op);
-    if (!args.in_place) {
-        eb.input = call.sendbuf;
-    } else {
-        const unsigned char *at =
-            static_cast<const unsigned char *>(call.recvbuf) + args.in_place_input_offset(rank()) * args.elem_size;
-        if (plan->algorithm->in_place_aliasing_safe) {
-            eb.input = at;
-        } else {
-            const size_t bytes = args.input_count() * args.elem_size;
-            spare_buffers_.take(req.snapshot_, bytes);
-            req.snapshot_.assign(at, at + bytes);
-            eb.input = req.snapshot_.data();
-        }
-    }
-    const size_t scratch_bytes = plan->program->scratch_count * args.elem_size;
-    spare_buffers_.take(req.scratch_, scratch_bytes);
-    req.scratch_.resize(scratch_bytes);
-    eb.scratch = req.scratch_.data();
-    const uint32_t tag = next_tag_;
-    next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
-    req.traced_ = false;
-    if (tracing()) {
-        trace_begin(req, args, plan->algorithm->name, plan->id,
-                    blocking          ? "blocking"
-                    : req.persistent_ ? "persistent"
-                                      : "nonblocking",
-                    plan->program.get());
-        eb.trace = &req.trace_times_;
-    }
-    if (req.execution_) req.execution_->reset(req.program_.get(), tag, eb);
-    else req.execution_ = std::make_unique<Execution>(req.program_.get(), *router_, tag, eb);
-    timed_plan_ = Route::kNoPlan;
-    if (router_->call_starts(plan->id, blocking) && blocking) {
-        timed_plan_ = plan->id;
-        timed_start_ns_ = now_ns();
-    }
-    req.thread_driven_ = args.progress_thread && plan->thread_drivable;
-    req.trace_call_.thread_driven = req.thread_driven_;
-    if (args.progress_thread) {
-        if (req.thread_driven_) {
-            ++thread_driven_calls_;
-        } else {
-            ++caller_driven_calls_;
-            caller_driven_blocker_ = plan->thread_blocker;
-        }
-    }
-    LOOM_RETURN_IF_ERROR(req.execution_->start());
-    active_.push_back(&req);
-    if (req.thread_driven_) wake_thread_ = true;  // once the caller lets go of the communicator (Guard)
-    return LOOM_SUCCESS;
+    req.algorithm_ = plan.algorithm->name;
+    return plan.runner->start(*this, req, args, call, plan, blocking);
 }
 
 void Communicator::explain_once(const CollArgs &args, const CachedPlan &plan) {
@@ -1092,38 +903,7 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1) say_choice(args, *plan, verbose);
-    if (plan->algorithm->plan_free) {
-        last_algorithm_[static_cast<int>(args.collective)] = plan->algorithm->name;
-        const ReduceFn reduce = slot_reduction(args.collective, call);
-        const bool repeatable = verbose < 2 && !threaded_ && deferred_.empty() && periodic_.empty();
-        slot_shape_.valid = false;  // until this call has run
-        const uint64_t signature = SlotCall::call_signature(args, call.type, call.op);
-        if (tracing()) {  // no request: the blocking request's record serves
-            trace_begin(*blocking_, args, plan->algorithm->name, plan->id, "blocking", nullptr);
-            const Status st = run_slots(args, call, reduce, signature);
-            trace_end(*blocking_);
-            return st;
-        }
-        const Status st = run_slots(args, call, reduce, signature);
-        if (st == LOOM_SUCCESS && repeatable) {
-            slot_shape_.args = args;
-            slot_shape_.type = call.type;
-            slot_shape_.op = call.op;
-            slot_shape_.reduce = reduce;
-            slot_shape_.generation = config_.generation();
-            slot_shape_.signature = signature;
-            slot_shape_.has_input = args.input_count() > 0;
-            slot_shape_.name = plan->algorithm->name;
-            slot_shape_.valid = true;
-        }
-        return st;
-    }
-    LOOM_RETURN_IF_ERROR(launch(*blocking_, args, call, *plan, /*blocking=*/true));
-    if (timed_plan_ == Route::kNoPlan) return blocking_->wait();
-    const uint32_t timed = timed_plan_;
-    const Status st = blocking_->wait();
-    if (st == LOOM_SUCCESS) router_->call_ends(timed, now_ns() - timed_start_ns_);
-    return st;
+    return plan->runner->run(*this, args, call, *plan);
 }
 
 void Communicator::refresh_trace() {

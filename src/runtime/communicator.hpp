@@ -13,6 +13,7 @@
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/call_path.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
 #include "runtime/node_slot_call.hpp"
@@ -78,16 +79,23 @@ class Request {
   private:
     friend class Communicator;
     Status advance();  // progresses this request only
-    // Re-armed for a new call on `comm`: running, no error, of the kind given.
-    void arm(Communicator *comm, bool slot_call, bool node_slot_call) {
+    // Paths run and advance their calls on the request (call_path.hpp).
+    friend class PathRunner;
+    friend class PlanPath;
+    friend class SharedSlotsPath;
+    friend class NodeSlotsPath;
+    friend class CudaIpcPath;
+    // Re-armed for a new call on `comm`: running, no error, on `path`.
+    void arm(Communicator *comm, const PathRunner *path) {
         comm_ = comm;
         finished_ = false;
         error_ = LOOM_SUCCESS;
-        slot_call_ = slot_call;
-        node_slot_call_ = node_slot_call;
+        path_ = path;
         hang_.reset();
         revoke_looks_ = 0;
     }
+    // The call is over (its error_ set): out of the active list, its timeline written.
+    void finish();
     Status result() const;  // error_ and its message, in the calling thread's last error
     // Ends the call with `error`: its posted operations are withdrawn, so
     // that nothing lands in the caller's buffers after it has returned.
@@ -115,17 +123,16 @@ class Request {
     std::unique_ptr<Execution> execution_;  // kept across reuse: its vectors keep their capacity
     std::vector<unsigned char> scratch_;
     std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
-    // A call of a plan-free algorithm (the shared slots) runs here instead of an execution.
-    bool slot_call_ = false;
+    // The path its call runs on; null before its first call.
+    const PathRunner *path_ = nullptr;
+    // The shared slots' path: the call runs here instead of an execution.
     SlotCall slot_;
-    // A node_slots call: its slot phases here, its leaders' plan in execution_
-    // (tag_ and plan_id_ saved for it) once `exchanging_`.
-    bool node_slot_call_ = false;
+    // The node slots' path: its slot phases here, its leaders' plan in
+    // execution_ (tag_ and plan_id_ saved for it) once `exchanging_`.
     NodeSlotCall node_slot_;
     bool exchanging_ = false;
     uint32_t tag_ = 0, plan_id_ = 0;
     ReduceFn reduce_ = nullptr;
-    Status advance_node_slots();
     // The step timeline of this call (when the communicator traces) and how its waits went.
     bool traced_ = false;
     CallRecord trace_call_;
@@ -308,13 +315,23 @@ class Communicator final : public SetupContext {
     // Completes args in place (they are the caller's scratch) and starts the
     // plan; a blocking call may be timed (timed_plan_).
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);
-    // Runs `plan` for the call on `req` (args completed already).
+    // Counts the call and hands it to its path's runner, on `req` (args completed).
     Status launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan, bool blocking);
-    // The same for a nonblocking or persistent shared-slots call (its args
-    // kept in the request); blocking ones go to run_slots.
-    Status launch_slots(Request &req, const CollArgs &args, const CallData &call);
-    // The same for a node_slots call, blocking or not.
-    Status launch_node_slots(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan);
+    friend class PathRunner;
+    friend class PlanPath;
+    friend class SharedSlotsPath;
+    friend class NodeSlotsPath;
+    friend class CudaIpcPath;
+    // The next call's tag, the same on every rank.
+    uint32_t take_tag() {
+        const uint32_t tag = next_tag_;
+        next_tag_ = next_tag_ >= router_->max_tag() ? 0 : next_tag_ + 1;
+        return tag;
+    }
+    // The shared slots are there for a call chosen to run on them.
+    Status check_slots(const CollArgs &args) const;
+    // A shared-slots call whose peer published another call's signature.
+    std::string slot_mismatch(const CollArgs &args, int peer) const;
     // Between two polls of a shared-slots call that found a peer not
     // there yet: spin on our core, or give it away where ranks share cores
     // (true then).

@@ -20,6 +20,7 @@ namespace loom {
 extern const ParamId kParamPlanCacheEntries;
 
 class Engine;
+class PathRunner;
 
 // A built plan: what runs, why it was chosen, its id for the transports.
 struct CachedPlan {
@@ -28,6 +29,7 @@ struct CachedPlan {
     std::shared_ptr<const Program> program;
     uint32_t id = 0;
     Engine *engine = nullptr;  // for its local steps; null: host memory, inline
+    const PathRunner *runner = nullptr;  // runs its calls (call_path.hpp)
     // Made for the progress thread (CollArgs::progress_thread), and every
     // message of it goes through a transport the thread may drive.
     bool thread_drivable = false;

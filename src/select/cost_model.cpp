@@ -375,15 +375,10 @@ double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const C
     return 2 * copy_us + static_cast<double>(chunks) * std::max(2 * copy_us, chunk_us);
 }
 
-Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
-    if (args.nranks > kModelMaxRanks)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
-                                                   std::to_string(kModelMaxRanks) + " the simulation covers");
-    if (algo.cuda_ipc) return fail(LOOM_ERR_INVALID_ARGUMENT, "the cost model has no prices for device memory yet");
-    if (algo.plan_free) {
-        *us = shared_slots_time(args, model);
-        return LOOM_SUCCESS;
-    }
+namespace {
+
+// Each call path's price (call_path.hpp): the cost model asks the path.
+Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
     // The larger buffer: allgather's output, every other collective's input.
     const double elements = args.collective == Collective::allgather ? static_cast<double>(args.count) * args.nranks
                                                                      : static_cast<double>(args.input_count());
@@ -398,9 +393,35 @@ Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostM
     programs.reserve(static_cast<size_t>(args.nranks));
     for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));
     Simulation sim(programs, args, model);
-    LOOM_RETURN_IF_ERROR(sim.run(us));
-    if (algo.node_slots) *us += node_slots_phases_time(args, model);
+    return sim.run(us);
+}
+
+Status price_shared_slots(const AlgorithmInfo &, const CollArgs &args, const CostModel &model, double *us) {
+    *us = shared_slots_time(args, model);
     return LOOM_SUCCESS;
+}
+
+// The leaders' plan, simulated, and the node's phases around it.
+Status price_node_slots(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+    LOOM_RETURN_IF_ERROR(price_plan(algo, args, model, us));
+    *us += node_slots_phases_time(args, model);
+    return LOOM_SUCCESS;
+}
+
+Status price_cuda_ipc(const AlgorithmInfo &, const CollArgs &, const CostModel &, double *) {
+    return fail(LOOM_ERR_INVALID_ARGUMENT, "the cost model has no prices for device memory yet");
+}
+
+using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const CostModel &, double *);
+constexpr PathPrice kPathPrices[kCallPathCount] = {price_plan, price_shared_slots, price_node_slots, price_cuda_ipc};
+
+}  // namespace
+
+Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+    if (args.nranks > kModelMaxRanks)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
+                                                   std::to_string(kModelMaxRanks) + " the simulation covers");
+    return kPathPrices[static_cast<int>(algo.path)](algo, args, model, us);
 }
 
 }  // namespace loom

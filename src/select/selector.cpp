@@ -180,7 +180,7 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
     double best = -1;
     for (const AlgorithmInfo *algo : algorithms_for(c)) {
         // The slots' reach is measured (slots_max_bytes, the built-in rules), not the model's.
-        if (algo->plan_free || algo->node_slots || !why_not_applicable(*algo, args).empty()) continue;
+        if (traits_of(algo->path).rules_only || !why_not_applicable(*algo, args).empty()) continue;
         double us = -1;
         if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;
         if (!out->algorithm || (us >= 0 && (best < 0 || us < best))) {

@@ -22,7 +22,8 @@ inline CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
 inline std::vector<const AlgorithmInfo *> plan_algorithms(int collective = -1) {
     std::vector<const AlgorithmInfo *> out;
     for (const AlgorithmInfo *a : all_algorithms())
-        if (!a->plan_free && !a->node_slots && (collective < 0 || static_cast<int>(a->collective) == collective)) out.push_back(a);
+        if (a->path == CallPath::plan && (collective < 0 || static_cast<int>(a->collective) == collective))
+            out.push_back(a);
     return out;
 }
 

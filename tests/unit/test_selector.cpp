@@ -54,8 +54,8 @@ TEST(Selector, OneNodeSmallInputsTakeTheSharedSlots) {
     EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 256))), "shared_slots");  // 4 KiB of blocks
     EXPECT_EQ(chosen(c, one_node(args(Collective::alltoall, 4, 257))), "scattered");
     EXPECT_EQ(chosen(c, one_node(args(Collective::reduce_scatter, 3, 100))), "shared_slots");
-    EXPECT_EQ(chosen(c, args(Collective::allgather, 1, 1000)), "shared_slots");          // one rank
-    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 2)), "recursive_doubling");      // several nodes, or unknown
+    EXPECT_EQ(chosen(c, args(Collective::allgather, 1, 1000)), "shared_slots");     // one rank
+    EXPECT_EQ(chosen(c, args(Collective::allreduce, 4, 2)), "recursive_doubling");  // several nodes, or unknown
     ASSERT_EQ(c.set("slots_max_bytes", "0"), LOOM_SUCCESS);
     EXPECT_EQ(chosen(c, one_node(args(Collective::allreduce, 4, 2))), "direct");
     ASSERT_EQ(c.set("slots_max_bytes", "32KiB"), LOOM_SUCCESS);
@@ -142,7 +142,7 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
         {Collective::allreduce, 4, "nodes=4", false, 4096, 4, "recursive_doubling", 5},  // one rank per node
         {Collective::allreduce, 16, "-", false, 4097, 4, "rabenseifner", 6},
         {Collective::allreduce, 16, "-", false, 1 << 17, 4, "rabenseifner", 6},  // 512 KiB
-        {Collective::allreduce, 2, "-", false, 1 << 20, 4, "rabenseifner", 7},  // 4 MiB on 2 ranks
+        {Collective::allreduce, 2, "-", false, 1 << 20, 4, "rabenseifner", 7},   // 4 MiB on 2 ranks
         {Collective::allreduce, 3, "-", false, 1 << 20, 4, "ring", 8},
         {Collective::allreduce, 8, "-", false, 1 << 20, 4, "ring", 8},
         {Collective::allreduce, 9, "-", false, 35, 65536, "rabenseifner", 9},  // 35 < 4 x 9 elements
@@ -151,7 +151,7 @@ TEST(Selector, BuiltInRulesKeepTheDefaultChoices) {
         {Collective::reduce_scatter, 4, "nodes=2", false, 128, 4, "recursive_halving", 11},  // 2 KiB input
         {Collective::reduce_scatter, 4, "nodes=2", false, 129, 4, "hierarchical", 13},
         {Collective::reduce_scatter, 4, "nodes=2", false, 65535, 4, "hierarchical", 13},
-        {Collective::reduce_scatter, 4, "nodes=2", false, 65536, 4, "rail_ring", 12},  // 1 MiB input
+        {Collective::reduce_scatter, 4, "nodes=2", false, 65536, 4, "rail_ring", 12},         // 1 MiB input
         {Collective::reduce_scatter, 6, "0,0,1,1,1,2", false, 65536, 4, "hierarchical", 12},  // uneven nodes
         {Collective::reduce_scatter, 4, "-", true, 1 << 18, 4, "pairwise", 14},
         {Collective::reduce_scatter, 16, "-", true, 1024, 4, "recursive_halving", 15},  // 64 KiB input
@@ -258,7 +258,7 @@ TEST(Selector, DeviceMemoryTakesTheCudaIpcRulesOnOneNode) {
             // The same call on host memory never takes them.
             a.memory = MemoryType::host;
             ASSERT_EQ(default_selection(a, &s), LOOM_SUCCESS);
-            EXPECT_FALSE(s.algorithm->cuda_ipc) << a.describe();
+            EXPECT_NE(s.algorithm->path, CallPath::cuda_ipc) << a.describe();
         }
     }
     CollArgs across = args(Collective::allreduce, 8, 1000);
