@@ -11,8 +11,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_ipc_call.hpp"
-#include "runtime/device_staging.hpp"
+#include "runtime/device_call.hpp"
 #include "runtime/setup_mpi.hpp"
 #include "transport/external/external.hpp"
 #include "transport/mpi/mpi.hpp"
@@ -29,18 +28,7 @@ struct loom_comm {
         std::vector<std::vector<const char *>> extra_names;
         std::vector<std::vector<uint64_t>> extra_values;
     } report;
-    // Blocking calls on device buffers: their host stand-ins, reused.
-    struct Staging {
-        loom::StagedCall blocking;
-        loom::PinnedBuffer ring;  // the pipelined allreduce's chunks
-        loom::DeviceStream stream;
-        uint64_t calls = 0, pipelined = 0, bytes = 0, device_calls = 0;
-        // The model's chunk per message size, for the parameters of `chunks_generation`.
-        std::map<size_t, size_t> chunks;
-        uint64_t chunks_generation = 0;
-        std::string reason;  // why the last device call was staged
-    } staging;
-    std::unique_ptr<loom::CudaIpcState> ipc;  // blocking calls on device buffers within a node
+    loom::DeviceCalls device;  // calls on device buffers (runtime/device_call.hpp)
 };
 struct loom_shm_inbox {
     loom::SharedMemoryNode node;
@@ -94,23 +82,6 @@ Status check_buffers(const void *sendbuf, void *recvbuf, size_t send_elems, size
 
 bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
-// What a nonblocking or persistent call hands back: its request and, for
-// device buffers, their staging.
-struct Started {
-    std::unique_ptr<Request> request;
-    std::unique_ptr<StagedCall> staged;
-};
-
-constexpr const char *kStagingReason = "device buffers: Loom's algorithms run on host memory, through pinned copies";
-
-// How a call runs: now to completion, started (a request), or persistent
-// (a request started later, as often as wanted).
-enum class Launch { blocking, nonblocking, persistent };
-
-// A call on device buffers, run on host stand-ins (device_staging.hpp).
-Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req,
-                    Launch launch);
-
 // Common front half of every collective: checks, then start.
 
 Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
@@ -135,7 +106,7 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     if (cuda_driver_loaded()) {
         full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
         const StagingNeed need = staging_need(full, c.rank(), call);
-        if (need.any()) return start_staged(comm, std::move(full), call, need, req, launch);
+        if (need.any()) return start_device_call(c, comm->device, std::move(full), call, need, req, launch);
     }
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
@@ -143,83 +114,6 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
         case Launch::nonblocking: return c.start(std::move(full), call, &req->request);
         default: return c.init(std::move(full), call, &req->request);
     }
-}
-
-// The pipelined allreduce's chunk for `args` (0: no pipeline), priced by
-// the model once per message size while the parameters stay as they are.
-size_t pipeline_chunk(loom_comm::Staging &stats, const Communicator &c, const CollArgs &args, loom_datatype_t type) {
-    if (stats.chunks_generation != c.config().generation() || stats.chunks.size() > 1024) {
-        stats.chunks.clear();
-        stats.chunks_generation = c.config().generation();
-    }
-    const size_t bytes = args.count * args.elem_size;
-    auto known = stats.chunks.find(bytes);
-    if (known != stats.chunks.end()) return known->second;
-    return stats.chunks[bytes] = model_chunk_bytes(c, args, type);
-}
-
-Status start_staged(loom_comm_t comm, CollArgs full, const CallData &call, StagingNeed need, Started *req,
-                    Launch launch) {
-    Communicator &c = *comm->impl;
-    auto &stats = comm->staging;
-    const size_t bytes = full.input_count() * full.elem_size;
-    // Blocking: CUDA IPC where every rank can. A rank with any device buffer
-    // takes part in the exchange (run_cuda_ipc), so all ranks agree even when
-    // a buffer of no bytes leaves one of them nothing to look at.
-    if (launch == Launch::blocking && c.config().integer(kParamCudaIpc)) {
-        CollArgs dev = full;
-        dev.memory = MemoryType::cuda;
-        const char *name = nullptr;
-        if (c.prepare(dev, call.type, call.in_place, &name) == LOOM_SUCCESS) {
-            if (!comm->ipc) comm->ipc = std::make_unique<CudaIpcState>();
-            bool staged = false;
-            std::string why;
-            const AlgorithmInfo *algo = find_algorithm(full.collective, name);
-            const char *cannot =
-                need.all_device(call.in_place) ? nullptr : "one buffer on the host, the other on the device";
-            const Status st = run_cuda_ipc(c, *comm->ipc, *algo, full, call, cannot, &staged, &why);
-            if (!staged) {
-                ++stats.device_calls;
-                c.set_last_algorithm(full.collective, algo->name);
-                return st;
-            }
-            stats.reason = why;
-        } else {
-            stats.reason = last_error_message();
-        }
-    } else {
-        stats.reason = launch != Launch::blocking ? "nonblocking and persistent calls on device buffers are staged"
-                                                  : "cuda_ipc=0: device buffers are staged";
-    }
-    if (c.config().integer(kParamVerbose) >= 2)
-        std::fprintf(stderr, "loom[%d]: %s staged: %s\n", c.rank(), full.describe().c_str(), stats.reason.c_str());
-    ++stats.calls;
-    if (launch == Launch::blocking) {
-        stats.bytes += bytes;
-        if (full.collective == Collective::allreduce && need.send_on_device && need.recv_on_device) {
-            const size_t chunk = pipeline_chunk(stats, c, full, call.type);
-            if (chunk && bytes >= 2 * chunk) {
-                ++stats.pipelined;
-                return run_pipelined_allreduce(c, full, call, chunk, stats.ring, stats.stream);
-            }
-        }
-        StagedCall &s = stats.blocking;
-        LOOM_RETURN_IF_ERROR(s.prepare(full, c.rank(), call, need));
-        LOOM_RETURN_IF_ERROR(s.copy_in());
-        LOOM_RETURN_IF_ERROR(c.run(std::move(full), s.host_call()));
-        return s.copy_out();
-    }
-    auto s = std::make_unique<StagedCall>();
-    LOOM_RETURN_IF_ERROR(s->prepare(full, c.rank(), call, need));
-    if (launch == Launch::nonblocking) {
-        stats.bytes += bytes;
-        LOOM_RETURN_IF_ERROR(s->copy_in());
-        LOOM_RETURN_IF_ERROR(c.start(std::move(full), s->host_call(), &req->request));
-    } else {
-        LOOM_RETURN_IF_ERROR(c.init(std::move(full), s->host_call(), &req->request));
-    }
-    req->staged = std::move(s);
-    return LOOM_SUCCESS;
 }
 
 // A finished staged call's output, copied to the device once.
@@ -261,8 +155,11 @@ size_t elem_size_or_one(loom_datatype_t t) {
 
 int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl->size() : 1; }
 
-Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
-                      Started *req, Launch launch) {
+// Inlined into each entry point (as the compiler chose before for some):
+// a call through another function costs the one-rank calls measurably
+// (perf/callgrind-per-call.sh).
+[[gnu::always_inline]] inline Status make_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t,
+                                                    loom_op_t op, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), 1));
     CollArgs a;
     a.collective = Collective::allreduce;
@@ -293,8 +190,9 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
 }
 
-Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op,
-                                 loom_comm_t comm, Started *req, Launch launch) {
+[[gnu::always_inline]] inline Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t,
+                                                               loom_op_t op, loom_comm_t comm, Started *req,
+                                                               Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "recvcount", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = Collective::reduce_scatter_block;
@@ -302,8 +200,9 @@ Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_dat
     return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
-Status make_gather_like(Collective c, const void *s, void *r, int64_t count, loom_datatype_t t, loom_comm_t comm,
-                        Started *req, Launch launch) {
+[[gnu::always_inline]] inline Status make_gather_like(Collective c, const void *s, void *r, int64_t count,
+                                                      loom_datatype_t t, loom_comm_t comm, Started *req,
+                                                      Launch launch) {
     LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size_or_one(t), comm_size_or_one(comm)));
     CollArgs a;
     a.collective = c;
@@ -464,7 +363,8 @@ int loom_algorithm_memory(int index, const char **memory) {
                                                    " is out of range [0, " + std::to_string(loom_algorithm_count()) +
                                                    ")");
     if (!memory) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_algorithm_memory: memory is NULL");
-    *memory = traits_of(all_algorithms()[static_cast<size_t>(index)]->path).memory == MemoryType::cuda ? "device" : "host";
+    *memory =
+        traits_of(all_algorithms()[static_cast<size_t>(index)]->path).memory == MemoryType::cuda ? "device" : "host";
     return LOOM_SUCCESS;
 }
 
@@ -880,11 +780,11 @@ int loom_device_free(void *ptr) {
 int loom_comm_staging_info(loom_comm_t comm, loom_staging_info_t *info) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!info) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_staging_info: info is NULL");
-    info->staged_calls = comm->staging.calls;
-    info->pipelined_calls = comm->staging.pipelined;
-    info->staged_bytes = comm->staging.bytes;
-    info->device_calls = comm->staging.device_calls;
-    info->reason = comm->staging.reason.empty() ? kStagingReason : comm->staging.reason.c_str();
+    info->staged_calls = comm->device.calls;
+    info->pipelined_calls = comm->device.pipelined;
+    info->staged_bytes = comm->device.bytes;
+    info->device_calls = comm->device.device_calls;
+    info->reason = comm->device.staging_reason();
     return LOOM_SUCCESS;
 }
 
