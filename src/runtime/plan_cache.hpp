@@ -7,6 +7,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -28,7 +29,7 @@ struct CachedPlan {
     std::string why;
     std::shared_ptr<const Program> program;
     uint32_t id = 0;
-    Engine *engine = nullptr;  // for its local steps; null: host memory, inline
+    Engine *engine = nullptr;            // for its local steps; null: host memory, inline
     const PathRunner *runner = nullptr;  // runs its calls (call_path.hpp)
     // Made for the progress thread (CollArgs::progress_thread), and every
     // message of it goes through a transport the thread may drive.
@@ -47,21 +48,25 @@ struct PlanKey {
     std::vector<size_t> recv_counts;
     bool progress_thread;
 
+    // The key's fields, and a call's that match them: every comparison goes through these two lists.
+    template <typename Key>
+    static auto fields(Key &k) {
+        return std::tie(k.collective, k.in_place, k.memory, k.count, k.elem_size, k.config_generation, k.recv_counts,
+                        k.progress_thread);
+    }
+    static auto fields_of(const CollArgs &a, const uint64_t &generation) {
+        return std::tie(a.collective, a.in_place, a.memory, a.count, a.elem_size, generation, a.recv_counts,
+                        a.progress_thread);
+    }
+
     static PlanKey of(const CollArgs &a, uint64_t generation) {
-        return PlanKey{a.collective, a.in_place, a.memory,      a.count,
-                       a.elem_size,  generation, a.recv_counts, a.progress_thread};
+        PlanKey k{};
+        fields(k) = fields_of(a, generation);
+        return k;
     }
     // Whether a call of `a` under `generation` has this key (nothing copied).
-    bool matches(const CollArgs &a, uint64_t generation) const {
-        return collective == a.collective && in_place == a.in_place && memory == a.memory && count == a.count &&
-               elem_size == a.elem_size && config_generation == generation && recv_counts == a.recv_counts &&
-               progress_thread == a.progress_thread;
-    }
-    bool operator==(const PlanKey &o) const {
-        return collective == o.collective && in_place == o.in_place && memory == o.memory && count == o.count &&
-               elem_size == o.elem_size && config_generation == o.config_generation && recv_counts == o.recv_counts &&
-               progress_thread == o.progress_thread;
-    }
+    bool matches(const CollArgs &a, uint64_t generation) const { return fields(*this) == fields_of(a, generation); }
+    bool operator==(const PlanKey &o) const { return fields(*this) == fields(o); }
 };
 
 struct PlanKeyHash {
