@@ -7,12 +7,7 @@ namespace loom {
 Status PathRunner::run(Communicator &comm, const CollArgs &args, const CallData &call, const CachedPlan &plan) const {
     Request &req = *comm.blocking_;
     LOOM_RETURN_IF_ERROR(comm.launch(req, args, call, plan, /*blocking=*/true));
-    if (comm.timed_plan_ == Route::kNoPlan) return req.wait();
-    // A transport asked for this call's time (the rails' weights).
-    const uint32_t timed = comm.timed_plan_;
-    const Status st = req.wait();
-    if (st == LOOM_SUCCESS) comm.router_->call_ends(timed, now_ns() - comm.timed_start_ns_);
-    return st;
+    return comm.wait_blocking(req);
 }
 
 const PathRunner &runner_for(CallPath path) {

@@ -127,10 +127,8 @@ std::string Communicator::slot_mismatch(const CollArgs &args, int peer) const {
            "; every rank must make the same collective calls in the same order (the output is left untouched)";
 }
 
-Status Communicator::check_slots(const CollArgs &args) const {
-    if (size_ > 1 && (!slots_ || slots_->size() != size_))
-        return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
-    return LOOM_SUCCESS;
+Status Communicator::slots_missing(const CollArgs &args) const {
+    return fail(LOOM_ERR_INTERNAL, "shared slots chosen for " + args.describe() + " without shared memory");
 }
 
 Request::~Request() {
@@ -805,14 +803,7 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
 
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan,
                             bool blocking) {
-    LOOM_RETURN_IF_ERROR(closed());
-    started_any_ = true;
-    last_algorithm_[static_cast<int>(args.collective)] = plan.algorithm->name;
-    req.call_number_ = enter_call();
-    req.collective_ = args.collective;
-    req.count_ = args.count;
-    req.elem_size_ = args.elem_size;
-    req.algorithm_ = plan.algorithm->name;
+    LOOM_RETURN_IF_ERROR(begin_call(req, args, plan));
     return plan.runner->start(*this, req, args, call, plan, blocking);
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -322,6 +323,15 @@ class Communicator final : public SetupContext {
     friend class SharedSlotsPath;
     friend class NodeSlotsPath;
     friend class CudaIpcPath;
+    // Waits for a blocking call started on `req`; the time goes to the
+    // transport that asked for it (the rails' weights).
+    Status wait_blocking(Request &req) {
+        if (timed_plan_ == Route::kNoPlan) return req.wait();
+        const uint32_t timed = timed_plan_;
+        const Status st = req.wait();
+        if (st == LOOM_SUCCESS) router_->call_ends(timed, now_ns() - timed_start_ns_);
+        return st;
+    }
     // The next call's tag, the same on every rank.
     uint32_t take_tag() {
         const uint32_t tag = next_tag_;
@@ -329,7 +339,24 @@ class Communicator final : public SetupContext {
         return tag;
     }
     // The shared slots are there for a call chosen to run on them.
-    Status check_slots(const CollArgs &args) const;
+    Status check_slots(const CollArgs &args) const {
+        if (size_ > 1 && (!slots_ || slots_->size() != size_)) return slots_missing(args);
+        return LOOM_SUCCESS;
+    }
+    Status slots_missing(const CollArgs &args) const;
+    // What every call does before its path starts it: refused on a closed
+    // communicator, counted, named.
+    Status begin_call(Request &req, const CollArgs &args, const CachedPlan &plan) {
+        LOOM_RETURN_IF_ERROR(closed());
+        started_any_ = true;
+        last_algorithm_[static_cast<int>(args.collective)] = plan.algorithm->name;
+        req.call_number_ = enter_call();
+        req.collective_ = args.collective;
+        req.count_ = args.count;
+        req.elem_size_ = args.elem_size;
+        req.algorithm_ = plan.algorithm->name;
+        return LOOM_SUCCESS;
+    }
     // A shared-slots call whose peer published another call's signature.
     std::string slot_mismatch(const CollArgs &args, int peer) const;
     // Between two polls of a shared-slots call that found a peer not

@@ -9,7 +9,17 @@ namespace loom {
 class PlanPath final : public PathRunner {
   public:
     Status start(Communicator &comm, Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan,
-                 bool blocking) const override;
+                 bool blocking) const override {
+        return start_here(comm, req, args, call, plan, blocking);
+    }
+    // As the default, with the start inlined: one call level less for every
+    // blocking call.
+    Status run(Communicator &comm, const CollArgs &args, const CallData &call, const CachedPlan &plan) const override {
+        Request &req = *comm.blocking_;
+        LOOM_RETURN_IF_ERROR(comm.begin_call(req, args, plan));
+        LOOM_RETURN_IF_ERROR(start_here(comm, req, args, call, plan, /*blocking=*/true));
+        return comm.wait_blocking(req);
+    }
     Status advance(Request &req) const override;
     void withdraw(Request &req) const override {
         if (req.execution_) req.execution_->withdraw();
@@ -21,10 +31,14 @@ class PlanPath final : public PathRunner {
     void slots_waited(const Request &, std::vector<int> *) const override {}
     const Execution *running_plan(const Request &req) const override { return req.execution_.get(); }
     bool polls_shared_memory() const override { return false; }
+
+  private:
+    [[gnu::always_inline]] inline Status start_here(Communicator &comm, Request &req, const CollArgs &args,
+                                                    const CallData &call, const CachedPlan &plan, bool blocking) const;
 };
 
-Status PlanPath::start(Communicator &comm, Request &req, const CollArgs &args, const CallData &call,
-                       const CachedPlan &plan, bool blocking) const {
+inline Status PlanPath::start_here(Communicator &comm, Request &req, const CollArgs &args, const CallData &call,
+                                   const CachedPlan &plan, bool blocking) const {
     req.arm(&comm, this);
     if (req.program_ != plan.program) req.program_ = plan.program;  // keeps it alive; no refcount churn in loops
     ExecutionBuffers eb;
