@@ -76,6 +76,6 @@ inline std::string always_applicable(const CollArgs &) { return {}; }
 // Builds rank `rank`'s finalized program. An in-place call whose algorithm is
 // not aliasing safe reads its input from a snapshot the executor takes first;
 // programs never know the difference.
-Program build_program(const AlgorithmInfo &algo, const CollArgs &args, int rank);
+Program build_program(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank);
 
 }  // namespace loom

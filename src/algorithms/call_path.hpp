@@ -1,5 +1,5 @@
 // The ways a call can run. Every algorithm names one; the runtime runs each
-// through its own runner (runtime/call_path.hpp), the cost model prices each
+// through its own runner (runtime/path_runner.hpp), the cost model prices each
 // its own way, and selection and the API read a path's traits here instead
 // of asking what kind of algorithm they hold.
 #pragma once

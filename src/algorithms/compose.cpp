@@ -33,9 +33,6 @@ CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count
     s.nranks = nranks;
     s.count = count;
     s.elem_size = parent.elem_size;
-    s.segment_bytes = parent.segment_bytes;
-    s.radix = parent.radix;
-    s.max_outstanding = parent.max_outstanding;
     s.single_node = one_node;
     return s;
 }
@@ -45,9 +42,15 @@ void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vec
     // Sub-arguments carry no node map, so the node-aware algorithms never
     // apply here and the flat ones (some always applicable) are chosen.
     const AlgorithmInfo &chosen = choose_sub_collective(sub);
+    // The parent's knobs, but not its ring pieces: those were sized for its own blocks.
+    const PlanKnobs parent = b.knobs();
+    PlanKnobs knobs = parent;
+    knobs.ring_piece_bytes = 0;
+    b.set_knobs(knobs);
     b.push_group(ranks, input, output, lane, phase_name(sub, chosen));
     chosen.build(sub, me, b);
     b.pop_group();
+    b.set_knobs(parent);
 }
 
 std::string phase_name(const CollArgs &sub, const AlgorithmInfo &algorithm) {

@@ -157,14 +157,14 @@ void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, S
     b.copy(result, work.sub(blocks.offset(rank), blocks.count(rank)));
 }
 
-Ring::Ring(const CollArgs &a, int r, BlockLayout layout, size_t owned_block)
+Ring::Ring(const CollArgs &a, size_t segment_bytes, int r, BlockLayout layout, size_t owned_block)
     : nranks(a.nranks),
       left((r + a.nranks - 1) % a.nranks),
       right((r + 1) % a.nranks),
       blocks(std::move(layout)),
       owned(owned_block),
       largest_block(largest_of(blocks)),
-      segment(std::max<size_t>(1, a.segment_bytes ? a.segment_bytes / a.elem_size : largest_block)) {}
+      segment(std::max<size_t>(1, segment_bytes ? segment_bytes / a.elem_size : largest_block)) {}
 
 size_t Ring::block_before_owned(int back) const {
     const long long p = nranks, i = (static_cast<long long>(owned) - back) % p;

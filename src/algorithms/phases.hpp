@@ -41,8 +41,8 @@ void deliver_own_blocks(const Fold &fold, const BlockLayout &blocks, int rank, S
 // `owned` is the block this rank ends the reduce-scatter with, and the one
 // it starts the allgather with.
 struct Ring {
-    // Segments of a.segment_bytes (0: whole blocks).
-    Ring(const CollArgs &a, int rank, BlockLayout blocks, size_t owned);
+    // Segments of `segment_bytes` (0: whole blocks).
+    Ring(const CollArgs &a, size_t segment_bytes, int rank, BlockLayout blocks, size_t owned);
     int nranks, left, right;
     BlockLayout blocks;
     size_t owned;

@@ -92,6 +92,20 @@ struct Program {
 
 using Deps = std::initializer_list<StepId>;
 
+// How a plan is tuned, apart from the call's shape: the parameters' knobs,
+// a rule's, and the shared-memory rings' piece size. They travel beside
+// CollArgs: the selector and the cost model take them, and ProgramBuilder
+// carries them to the plan builders.
+struct PlanKnobs {
+    size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
+    int radix = 4;             // recursive multiplying
+    int max_outstanding = 8;   // scattered alltoall window
+    // Scattered alltoall: send each block in pieces of at most this many
+    // bytes (0: whole), so a block too large for one ring message still
+    // goes through the shared-memory rings.
+    size_t ring_piece_bytes = 0;
+};
+
 // Appends steps to a Program and derives their dependencies from the data
 // they touch: a step that reads a region waits for the last steps that wrote
 // it; a step that writes a region waits for every earlier reader and writer.
@@ -101,7 +115,10 @@ using Deps = std::initializer_list<StepId>;
 // agree without special cases.
 class ProgramBuilder {
   public:
-    explicit ProgramBuilder(Program &program) : p_(program) {}
+    explicit ProgramBuilder(Program &program, const PlanKnobs &knobs = PlanKnobs()) : p_(program), knobs_(knobs) {}
+    // The knobs the plan is built with (a sub-collective may get its own).
+    const PlanKnobs &knobs() const { return knobs_; }
+    void set_knobs(const PlanKnobs &knobs) { knobs_ = knobs; }
     StepId send(int peer, Slice src, Deps deps = {}, int lane = 0) {
         return add(StepKind::send, peer, {}, src, deps.begin(), deps.size(), lane);
     }
@@ -173,6 +190,7 @@ class ProgramBuilder {
     void track(const Slice &s, bool write, StepId id, std::vector<StepId> &deps);
     static void split_at(PieceMap &pieces, size_t at);
     Program &p_;
+    PlanKnobs knobs_;
     PieceMap pieces_[3];  // per Buffer
     bool input_aliased_ = false;
     size_t input_alias_offset_ = 0;
@@ -193,7 +211,8 @@ struct BlockLayout {
     std::vector<size_t> offsets;
 };
 
-// What a plan is built for. Plans depend on shape only, never on data.
+// What a plan is built for: the call's shape. Plans depend on shape (and
+// knobs) only, never on data.
 struct CollArgs {
     Collective collective = Collective::allreduce;
     int nranks = 1;
@@ -202,14 +221,6 @@ struct CollArgs {
     size_t elem_size = 1;             // bytes, so algorithms can size segments
     bool in_place = false;
     MemoryType memory = MemoryType::host;  // where the buffers live
-    // Algorithm knobs (from the parameter table).
-    size_t segment_bytes = 0;  // pipelining segment for ring-style algorithms (0 = none)
-    int radix = 4;             // recursive multiplying
-    int max_outstanding = 8;   // scattered alltoall window
-    // Scattered alltoall: send each block in pieces of at most this many
-    // bytes (0: whole), so a block too large for one ring message still
-    // goes through the shared-memory rings.
-    size_t ring_piece_bytes = 0;
     // Every rank reaches every other through shared memory (one node), where
     // a message is cheap and a round of waiting is what costs.
     bool single_node = false;
@@ -219,9 +230,6 @@ struct CollArgs {
     // Every node's ranks share Loom's shared slots (a node of one rank
     // needs none), on two nodes or more: the node_slots algorithms apply.
     bool node_slots = false;
-    // A nonblocking or persistent call that the progress thread may drive:
-    // its plan keeps every message on transports the thread may progress.
-    bool progress_thread = false;
 
     // Elements of the input and output buffers each rank passes.
     size_t input_count() const;

@@ -570,31 +570,32 @@ void Communicator::finish_active() {
     active_.clear();
 }
 
-Status Communicator::plan_for(const CollArgs &a, const CachedPlan **out) {
-    if ((*out = plans_.last(a, config_.generation()))) return LOOM_SUCCESS;
-    LOOM_RETURN_IF_ERROR(lookup_plan(a, out));
-    plans_.remember_last(a, config_.generation(), *out);
+Status Communicator::plan_for(const CollArgs &a, bool for_thread, const CachedPlan **out) {
+    if ((*out = plans_.last(a, config_.generation(), for_thread))) return LOOM_SUCCESS;
+    LOOM_RETURN_IF_ERROR(lookup_plan(a, for_thread, out));
+    plans_.remember_last(a, config_.generation(), *out, for_thread);
     return LOOM_SUCCESS;
 }
 
-Status Communicator::lookup_plan(const CollArgs &a, const CachedPlan **out) {
-    PlanKey key = PlanKey::of(a, config_.generation());
+Status Communicator::lookup_plan(const CollArgs &a, bool for_thread, const CachedPlan **out) {
+    PlanKey key = PlanKey::of(a, config_.generation(), for_thread);
     if ((*out = plans_.find(key))) return LOOM_SUCCESS;
     Selection sel;
-    CollArgs tuned = with_knobs(a);
-    LOOM_RETURN_IF_ERROR(select_algorithm(config_, tuned, &sel));
+    PlanKnobs knobs = knobs_for(a);
+    LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel, knobs));
     ++plan_builds_;
-    sel.apply_knobs(&tuned);  // a rule's segment size, radix ...
-    Program program = build_program(*sel.algorithm, tuned, rank());
+    sel.apply_knobs(&knobs);  // a rule's segment size, radix ...
+    Program program = build_program(*sel.algorithm, a, knobs, rank());
     forget_retired_plans();
     // Selection refused memory without an engine; host steps run inline.
     Engine *engine = a.memory == MemoryType::host ? nullptr : engine_for(a.memory);
     CachedPlan plan{sel.algorithm, sel.why, std::make_shared<const Program>(std::move(program)), plans_.take_id(),
                     engine};
     plan.runner = &runner_for(sel.algorithm->path);
+    plan.for_progress_thread = for_thread;
     const CallPathTraits &path = traits_of(sel.algorithm->path);
-    if (path.builds_plan) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), tuned);
-    if (a.progress_thread && path.thread_drivable) {
+    if (path.builds_plan) router_->plan_added(plan.id, static_cast<uint32_t>(PlanKeyHash{}(key)), a, for_thread);
+    if (for_thread && path.thread_drivable) {
         plan.thread_blocker = router_->thread_blocker(*plan.program, plan.id, a.elem_size);
         plan.thread_drivable = plan.thread_blocker == nullptr;
     }
@@ -610,10 +611,10 @@ void Communicator::forget_retired_plans() {
 bool Communicator::predicted_time(CollArgs args, loom_datatype_t type, double *us) const {
     complete_args(args, type, args.in_place);
     Selection sel;
-    if (select_algorithm(config_, with_knobs(args), &sel) != LOOM_SUCCESS) return false;
-    CollArgs tuned = with_knobs(args);
-    sel.apply_knobs(&tuned);
-    return predict_time(*sel.algorithm, tuned, model_for(config_), us) == LOOM_SUCCESS;
+    PlanKnobs knobs = knobs_for(args);
+    if (select_algorithm(config_, args, &sel, knobs) != LOOM_SUCCESS) return false;
+    sel.apply_knobs(&knobs);
+    return predict_time(*sel.algorithm, args, knobs, model_for(config_), us) == LOOM_SUCCESS;
 }
 
 void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const {
@@ -625,11 +626,11 @@ void Communicator::complete_args(CollArgs &args, loom_datatype_t type, bool in_p
     args.node_slots = node_slots_ready_;
 }
 
-CollArgs Communicator::with_knobs(const CollArgs &args) const {
-    CollArgs full = args;
-    knobs_from_config(config_, &full);
-    full.ring_piece_bytes = alltoall_ring_piece_bytes(full, config_, ring_message_max_, ring_bytes_);
-    return full;
+PlanKnobs Communicator::knobs_for(const CollArgs &args) const {
+    PlanKnobs knobs;
+    knobs_from_config(config_, &knobs);
+    knobs.ring_piece_bytes = alltoall_ring_piece_bytes(args, config_, ring_message_max_, ring_bytes_);
+    return knobs;
 }
 
 Status Communicator::set_nodes(NodeMap nodes) {
@@ -658,7 +659,7 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
     started_any_ = true;  // the plan's choice depends on the transport: no attaching after this
     complete_args(args, type, in_place);
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan));
     if (algorithm) *algorithm = plan->algorithm->name;
     return LOOM_SUCCESS;
 }
@@ -683,9 +684,8 @@ Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<R
     std::unique_ptr<Request> req = make_request();
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
-    args.progress_thread = threaded_;
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_, &plan));
     req->persistent_ = true;
     req->finished_ = true;  // inactive until started
     req->plan_ = *plan;
@@ -730,10 +730,9 @@ Status Communicator::attach_shared_memory(SharedMemoryNode node) {
 Status Communicator::start_into(Request &req, CollArgs &args, const CallData &call, bool blocking) {
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
-    args.progress_thread = threaded_ && !blocking;
 
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_ && !blocking, &plan));
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1) say_choice(args, *plan, verbose);
     return launch(req, args, call, *plan, blocking);
@@ -801,6 +800,14 @@ ReduceFn Communicator::slot_reduction(Collective c, const CallData &call) {
     return nullptr;
 }
 
+// The default blocking run of a path (path_runner.hpp): its start on the
+// communicator's reusable request, then the wait.
+Status PathRunner::run(Communicator &comm, const CollArgs &args, const CallData &call, const CachedPlan &plan) const {
+    Request &req = *comm.blocking_;
+    LOOM_RETURN_IF_ERROR(comm.launch(req, args, call, plan, /*blocking=*/true));
+    return comm.wait_blocking(req);
+}
+
 Status Communicator::launch(Request &req, const CollArgs &args, const CallData &call, const CachedPlan &plan,
                             bool blocking) {
     LOOM_RETURN_IF_ERROR(begin_call(req, args, plan));
@@ -815,9 +822,8 @@ void Communicator::explain_once(const CollArgs &args, const CachedPlan &plan) {
     for (size_t b = bytes; b; b >>= 1) ++bucket;
     if (!explained_.insert({static_cast<int>(args.collective), bucket}).second) return;
     Explanation e;
-    const CollArgs full = with_knobs(args);
-    if (explain_selection(config_, full, &e) == LOOM_SUCCESS)
-        std::fprintf(stderr, "loom: %s%s\n", explanation_line(full, e).c_str(), progress_note(plan).c_str());
+    if (explain_selection(config_, args, &e, knobs_for(args)) == LOOM_SUCCESS)
+        std::fprintf(stderr, "loom: %s%s\n", explanation_line(args, e).c_str(), progress_note(plan).c_str());
 }
 
 uint32_t Communicator::retire_plans() {
@@ -889,9 +895,8 @@ Status Communicator::run(CollArgs args, const CallData &call) {
     if (!blocking_) blocking_ = make_request();
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
-    args.progress_thread = false;
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan));
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1) say_choice(args, *plan, verbose);
     return plan->runner->run(*this, args, call, *plan);

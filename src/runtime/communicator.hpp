@@ -14,10 +14,10 @@
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "runtime/buffer_pool.hpp"
-#include "runtime/call_path.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
 #include "runtime/node_slot_call.hpp"
+#include "runtime/path_runner.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/slot_call.hpp"
 #include "runtime/trace.hpp"
@@ -80,7 +80,7 @@ class Request {
   private:
     friend class Communicator;
     Status advance();  // progresses this request only
-    // Paths run and advance their calls on the request (call_path.hpp).
+    // Paths run and advance their calls on the request (path_runner.hpp).
     friend class PathRunner;
     friend class PlanPath;
     friend class SharedSlotsPath;
@@ -306,13 +306,14 @@ class Communicator final : public SetupContext {
     void complete_args(CollArgs &args, loom_datatype_t type, bool in_place) const;
     // Tells the router of evicted plans no request runs any more.
     void forget_retired_plans();
-    // args plus what only choosing and building a plan reads: the
-    // parameters' knobs and the alltoall piece size. Plans are cached under
-    // the parameters' generation, so a call whose plan is cached needs
-    // neither.
-    CollArgs with_knobs(const CollArgs &args) const;
-    Status plan_for(const CollArgs &args, const CachedPlan **out);
-    Status lookup_plan(const CollArgs &args, const CachedPlan **out);
+    // What only choosing and building a plan reads besides the call's
+    // shape: the parameters' knobs and the alltoall piece size. Plans are
+    // cached under the parameters' generation, so a call whose plan is
+    // cached needs none.
+    PlanKnobs knobs_for(const CollArgs &args) const;
+    // The plan for `args`; `for_thread`: for calls the progress thread may drive.
+    Status plan_for(const CollArgs &args, bool for_thread, const CachedPlan **out);
+    Status lookup_plan(const CollArgs &args, bool for_thread, const CachedPlan **out);
     // Completes args in place (they are the caller's scratch) and starts the
     // plan; a blocking call may be timed (timed_plan_).
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);

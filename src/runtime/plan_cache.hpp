@@ -30,8 +30,10 @@ struct CachedPlan {
     std::shared_ptr<const Program> program;
     uint32_t id = 0;
     Engine *engine = nullptr;            // for its local steps; null: host memory, inline
-    const PathRunner *runner = nullptr;  // runs its calls (call_path.hpp)
-    // Made for the progress thread (CollArgs::progress_thread), and every
+    const PathRunner *runner = nullptr;  // runs its calls (path_runner.hpp)
+    // Made for calls the progress thread may drive (nonblocking or persistent, with the thread on).
+    bool for_progress_thread = false;
+    // Made for the progress thread, and every
     // message of it goes through a transport the thread may drive.
     bool thread_drivable = false;
     const char *thread_blocker = nullptr;  // otherwise, for such a plan: the transport the thread may not drive
@@ -54,18 +56,21 @@ struct PlanKey {
         return std::tie(k.collective, k.in_place, k.memory, k.count, k.elem_size, k.config_generation, k.recv_counts,
                         k.progress_thread);
     }
-    static auto fields_of(const CollArgs &a, const uint64_t &generation) {
+    static auto fields_of(const CollArgs &a, const uint64_t &generation, const bool &progress_thread) {
         return std::tie(a.collective, a.in_place, a.memory, a.count, a.elem_size, generation, a.recv_counts,
-                        a.progress_thread);
+                        progress_thread);
     }
 
-    static PlanKey of(const CollArgs &a, uint64_t generation) {
+    // `progress_thread`: for calls the progress thread may drive.
+    static PlanKey of(const CollArgs &a, uint64_t generation, bool progress_thread = false) {
         PlanKey k{};
-        fields(k) = fields_of(a, generation);
+        fields(k) = fields_of(a, generation, progress_thread);
         return k;
     }
-    // Whether a call of `a` under `generation` has this key (nothing copied).
-    bool matches(const CollArgs &a, uint64_t generation) const { return fields(*this) == fields_of(a, generation); }
+    // Whether such a call has this key (nothing copied).
+    bool matches(const CollArgs &a, uint64_t generation, bool progress_thread) const {
+        return fields(*this) == fields_of(a, generation, progress_thread);
+    }
     bool operator==(const PlanKey &o) const { return fields(*this) == fields(o); }
 };
 
@@ -77,11 +82,11 @@ class PlanCache {
   public:
     // The last call's plan, if `a` under `generation` is the same call: loops
     // repeat one call, and this skips the hash.
-    const CachedPlan *last(const CollArgs &a, uint64_t generation) const {
-        return last_plan_ && last_key_.matches(a, generation) ? last_plan_ : nullptr;
+    const CachedPlan *last(const CollArgs &a, uint64_t generation, bool progress_thread = false) const {
+        return last_plan_ && last_key_.matches(a, generation, progress_thread) ? last_plan_ : nullptr;
     }
-    void remember_last(const CollArgs &a, uint64_t generation, const CachedPlan *plan) {
-        last_key_ = PlanKey::of(a, generation);
+    void remember_last(const CollArgs &a, uint64_t generation, const CachedPlan *plan, bool progress_thread = false) {
+        last_key_ = PlanKey::of(a, generation, progress_thread);
         last_plan_ = plan;
     }
     // The plan cached under `key`, now the most recently used; null if none.

@@ -37,10 +37,10 @@ bool element_size(const std::string &name, size_t *out) {
 
 }  // namespace
 
-void knobs_from_config(const Config &config, CollArgs *a) {
-    a->segment_bytes = static_cast<size_t>(config.integer(kParamSegmentSize));
-    a->radix = static_cast<int>(config.integer(kParamKnomialRadix));
-    a->max_outstanding = static_cast<int>(config.integer(kParamAlltoallMaxOutstanding));
+void knobs_from_config(const Config &config, PlanKnobs *k) {
+    k->segment_bytes = static_cast<size_t>(config.integer(kParamSegmentSize));
+    k->radix = static_cast<int>(config.integer(kParamKnomialRadix));
+    k->max_outstanding = static_cast<int>(config.integer(kParamAlltoallMaxOutstanding));
 }
 
 size_t alltoall_ring_piece_bytes(const CollArgs &a, const Config &config, size_t ring_message_max, size_t ring_bytes) {
@@ -119,10 +119,10 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
     spec.nodes = std::make_unique<NodeMap>(NodeMap::from_labels(labels, static_cast<int>(rails)));
     a.nodes = spec.nodes.get();
     a.single_node = nodes == 1 && np > 1;
-    knobs_from_config(config, &a);
+    knobs_from_config(config, &spec.knobs);
     // The rings a communicator of this shape would attach.
     const ShmGeometry rings = shm_geometry_for(static_cast<size_t>(ppn));
-    a.ring_piece_bytes = alltoall_ring_piece_bytes(
+    spec.knobs.ring_piece_bytes = alltoall_ring_piece_bytes(
         a, config, shm_ring_message_limit(rings, static_cast<size_t>(config.integer(kParamShmMaxBytes))),
         rings.ring_bytes());
     *out = std::move(spec);

@@ -16,6 +16,7 @@ namespace loom {
 
 struct CallSpec {
     CollArgs args;  // args.nodes points into `nodes`
+    PlanKnobs knobs;
     std::unique_ptr<NodeMap> nodes;
 };
 
@@ -24,7 +25,7 @@ struct CallSpec {
 Status parse_call_spec(const std::string &text, const Config &config, CallSpec *out);
 
 // The knobs a communicator's calls take from its parameters.
-void knobs_from_config(const Config &config, CollArgs *args);
+void knobs_from_config(const Config &config, PlanKnobs *knobs);
 
 // An alltoall on one node whose blocks exceed what one ring message carries
 // (ring_message_max) but fit a whole ring (ring_bytes) and

@@ -377,51 +377,56 @@ double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const C
 
 namespace {
 
-// Each call path's price (call_path.hpp): the cost model asks the path.
-Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+// Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
+Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                  double *us) {
     // The larger buffer: allgather's output, every other collective's input.
     const double elements = args.collective == Collective::allgather ? static_cast<double>(args.count) * args.nranks
                                                                      : static_cast<double>(args.input_count());
     const double bytes = elements * static_cast<double>(args.elem_size);
-    const double segments = args.segment_bytes ? std::ceil(bytes / static_cast<double>(args.segment_bytes)) : 1;
+    const double segments = knobs.segment_bytes ? std::ceil(bytes / static_cast<double>(knobs.segment_bytes)) : 1;
     if (segments * args.nranks > kModelMaxSegmentSteps)
         return fail(LOOM_ERR_INVALID_ARGUMENT,
-                    "cost model: " + args.describe() + " in segments of " + std::to_string(args.segment_bytes) +
+                    "cost model: " + args.describe() + " in segments of " + std::to_string(knobs.segment_bytes) +
                         " bytes is more segments times ranks than the " +
                         std::to_string(static_cast<long>(kModelMaxSegmentSteps)) + " the simulation covers");
     std::vector<std::unique_ptr<Program>> programs;
     programs.reserve(static_cast<size_t>(args.nranks));
-    for (int r = 0; r < args.nranks; ++r) programs.push_back(std::make_unique<Program>(build_program(algo, args, r)));
+    for (int r = 0; r < args.nranks; ++r)
+        programs.push_back(std::make_unique<Program>(build_program(algo, args, knobs, r)));
     Simulation sim(programs, args, model);
     return sim.run(us);
 }
 
-Status price_shared_slots(const AlgorithmInfo &, const CollArgs &args, const CostModel &model, double *us) {
+Status price_shared_slots(const AlgorithmInfo &, const CollArgs &args, const PlanKnobs &, const CostModel &model,
+                          double *us) {
     *us = shared_slots_time(args, model);
     return LOOM_SUCCESS;
 }
 
 // The leaders' plan, simulated, and the node's phases around it.
-Status price_node_slots(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
-    LOOM_RETURN_IF_ERROR(price_plan(algo, args, model, us));
+Status price_node_slots(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                        double *us) {
+    LOOM_RETURN_IF_ERROR(price_plan(algo, args, knobs, model, us));
     *us += node_slots_phases_time(args, model);
     return LOOM_SUCCESS;
 }
 
-Status price_cuda_ipc(const AlgorithmInfo &, const CollArgs &, const CostModel &, double *) {
+Status price_cuda_ipc(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &, double *) {
     return fail(LOOM_ERR_INVALID_ARGUMENT, "the cost model has no prices for device memory yet");
 }
 
-using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const CostModel &, double *);
+using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &, double *);
 constexpr PathPrice kPathPrices[kCallPathCount] = {price_plan, price_shared_slots, price_node_slots, price_cuda_ipc};
 
 }  // namespace
 
-Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                    double *us) {
     if (args.nranks > kModelMaxRanks)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
                                                    std::to_string(kModelMaxRanks) + " the simulation covers");
-    return kPathPrices[static_cast<int>(algo.path)](algo, args, model, us);
+    return kPathPrices[static_cast<int>(algo.path)](algo, args, knobs, model, us);
 }
 
 }  // namespace loom

@@ -65,7 +65,12 @@ constexpr double kModelMaxSegmentSteps = 1 << 14;
 // Ranks share a node per args.nodes (none: one node). Errors when the
 // programs do not complete against each other (a plan bug) or the
 // communicator is larger than kModelMaxRanks.
-Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us);
+Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                    double *us);
+// The same with the default knobs.
+inline Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
+    return predict_time(algo, args, PlanKnobs(), model, us);
+}
 
 // A pipelined staging of `bytes` in chunks of `chunk` bytes, each chunk's
 // collective taking `chunk_us`: the copies to and from the device on the

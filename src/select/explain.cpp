@@ -39,13 +39,13 @@ std::string call_text(const CollArgs &a) {
     return s;
 }
 
-Status explain_selection(const Config &config, const CollArgs &args, Explanation *out) {
+Status explain_selection(const Config &config, const CollArgs &args, Explanation *out, const PlanKnobs &knobs) {
     Explanation e;
     const CostModel model = model_for(config);
     e.model = model.describe();
     e.not_executable = memory_problem(args);
     if (e.not_executable.empty()) {
-        const Status st = select_algorithm(config, args, &e.selection);
+        const Status st = select_algorithm(config, args, &e.selection, knobs);
         // Device memory no algorithm runs here is staged: say so, and why.
         if (st != LOOM_SUCCESS && args.memory == MemoryType::host) return st;
         if (st != LOOM_SUCCESS) {
@@ -74,11 +74,11 @@ Status explain_selection(const Config &config, const CollArgs &args, Explanation
     for (const AlgorithmInfo *algo : algorithms_for(args.collective)) {
         Prediction p;
         p.algorithm = algo;
-        CollArgs a = args;
-        if (algo == e.selection.algorithm) e.selection.apply_knobs(&a);
-        p.not_applicable = why_not_applicable(*algo, a);
+        PlanKnobs k = knobs;
+        if (algo == e.selection.algorithm) e.selection.apply_knobs(&k);
+        p.not_applicable = why_not_applicable(*algo, args);
         if (p.not_applicable.empty()) {
-            if (predict_time(*algo, a, model, &p.us) != LOOM_SUCCESS) {
+            if (predict_time(*algo, args, k, model, &p.us) != LOOM_SUCCESS) {
                 p.us = -1;
                 p.not_applicable = std::string("no prediction: ") + last_error_message();
             }

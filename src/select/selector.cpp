@@ -70,10 +70,10 @@ const std::string &forced_algorithm(const Config &config, Collective c) {
     return config.raw(ids[static_cast<int>(c)]);
 }
 
-void Selection::apply_knobs(CollArgs *a) const {
-    if (segment_bytes) a->segment_bytes = *segment_bytes;
-    if (radix) a->radix = *radix;
-    if (max_outstanding) a->max_outstanding = *max_outstanding;
+void Selection::apply_knobs(PlanKnobs *k) const {
+    if (segment_bytes) k->segment_bytes = *segment_bytes;
+    if (radix) k->radix = *radix;
+    if (max_outstanding) k->max_outstanding = *max_outstanding;
 }
 
 std::shared_ptr<const RuleSet> rules_for(const Config &config) {
@@ -100,18 +100,16 @@ std::string memory_problem(const CollArgs &args) {
 
 namespace {
 // The first rule of `rules` that matches the call and names an algorithm that
-// can run it (with the rule's knobs): its choice in `out`. Null when none.
+// can run it: its choice, with the rule's knobs, in `out`. Null when none.
 const Rule *select_by_rules(const RuleSet &rules, const CollArgs &args, Selection *out) {
     for (const Rule *r = match_rule(rules, args); r; r = match_rule(rules, args, r->index + 1)) {
         Selection s;
         s.segment_bytes = r->segment_bytes;
         s.radix = r->radix;
         s.max_outstanding = r->max_outstanding;
-        CollArgs tuned = args;
-        s.apply_knobs(&tuned);
         for (const std::string &name : r->algorithms) {
             const AlgorithmInfo *algo = find_algorithm(args.collective, name);
-            if (algo && why_not_applicable(*algo, tuned).empty()) {
+            if (algo && why_not_applicable(*algo, args).empty()) {
                 s.algorithm = algo;
                 break;
             }
@@ -126,7 +124,7 @@ const Rule *select_by_rules(const RuleSet &rules, const CollArgs &args, Selectio
 std::string with_note(const std::string &head, const Rule &r) { return r.note.empty() ? head : head + ": " + r.note; }
 }  // namespace
 
-Status select_algorithm(const Config &config, const CollArgs &args, Selection *out) {
+Status select_algorithm(const Config &config, const CollArgs &args, Selection *out, const PlanKnobs &knobs) {
     const Collective c = args.collective;
     const std::string memory = memory_problem(args);
     if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
@@ -166,10 +164,10 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
         out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") on one node: shared slots";
         return LOOM_SUCCESS;
     }
-    return default_selection(args, out, model_for(config));
+    return default_selection(args, out, model_for(config), knobs);
 }
 
-Status default_selection(const CollArgs &args, Selection *out, const CostModel &model) {
+Status default_selection(const CollArgs &args, Selection *out, const CostModel &model, const PlanKnobs &knobs) {
     const Collective c = args.collective;
     *out = Selection{};
     if (const Rule *r = select_by_rules(builtin_rules(), args, out)) {
@@ -182,7 +180,7 @@ Status default_selection(const CollArgs &args, Selection *out, const CostModel &
         // The slots' reach is measured (slots_max_bytes, the built-in rules), not the model's.
         if (traits_of(algo->path).rules_only || !why_not_applicable(*algo, args).empty()) continue;
         double us = -1;
-        if (predict_time(*algo, args, model, &us) != LOOM_SUCCESS) us = -1;
+        if (predict_time(*algo, args, knobs, model, &us) != LOOM_SUCCESS) us = -1;
         if (!out->algorithm || (us >= 0 && (best < 0 || us < best))) {
             out->algorithm = algo;
             best = us;

@@ -32,7 +32,7 @@ struct Selection {
     // Knobs a rule set for this call; unset: the parameters' values.
     std::optional<size_t> segment_bytes;
     std::optional<int> radix, max_outstanding;
-    void apply_knobs(CollArgs *a) const;
+    void apply_knobs(PlanKnobs *k) const;
 };
 
 // The cost model in force: the cost_model parameter when set, else the
@@ -44,11 +44,14 @@ std::shared_ptr<const RuleSet> rules_for(const Config &config);
 // Order of authority: a forced name (parameter), then the first matching
 // rule of the rules file that names an algorithm able to run the call, then
 // the same for Loom's built-in rules (builtin_rules.hpp), then the cost
-// model's fastest applicable algorithm.
-Status select_algorithm(const Config &config, const CollArgs &args, Selection *out);
+// model's fastest applicable algorithm, priced with `knobs` (the
+// parameters' and the rings' piece size, as the call would be built).
+Status select_algorithm(const Config &config, const CollArgs &args, Selection *out,
+                        const PlanKnobs &knobs = PlanKnobs());
 
 // The built-in rules, then the model: the choice without a forced name or rules file.
-Status default_selection(const CollArgs &args, Selection *out, const CostModel &model = CostModel());
+Status default_selection(const CollArgs &args, Selection *out, const CostModel &model = CostModel(),
+                         const PlanKnobs &knobs = PlanKnobs());
 
 // Empty when Loom can execute plans on the call's memory; otherwise why not.
 std::string memory_problem(const CollArgs &args);
@@ -70,7 +73,8 @@ struct Explanation {
 };
 
 // The selection and the model's price of every algorithm of the collective.
-Status explain_selection(const Config &config, const CollArgs &args, Explanation *out);
+Status explain_selection(const Config &config, const CollArgs &args, Explanation *out,
+                         const PlanKnobs &knobs = PlanKnobs());
 // A table for loom-info --explain.
 std::string format_explanation(const CollArgs &args, const Explanation &e);
 // One line for the verbose log: the choice, why, its prediction and the runners-up.

@@ -172,7 +172,7 @@ int explain(const char *text) {
         return 2;
     }
     Explanation e;
-    if (explain_selection(config, spec.args, &e) != LOOM_SUCCESS) {
+    if (explain_selection(config, spec.args, &e, spec.knobs) != LOOM_SUCCESS) {
         std::fprintf(stderr, "loom-info: %s\n", last_error_message());
         return 1;
     }

@@ -148,8 +148,8 @@ bool Router::drives_progress_engine() const {
     return false;
 }
 
-void Router::plan_added(uint32_t id, uint32_t key, const CollArgs &args) {
-    for (Transport *t : followers_) t->plan_added(id, key, args);
+void Router::plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) {
+    for (Transport *t : followers_) t->plan_added(id, key, args, for_progress_thread);
 }
 
 void Router::plan_removed(uint32_t id) {

@@ -61,7 +61,7 @@ class Router final : public Transport {
     void reserve(size_t operations, int lanes) override;
     bool drives_progress_engine() const override;
     bool oversubscribed() const override { return oversubscribed_; }
-    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) override;
     void plan_removed(uint32_t id) override;
     bool follows_plans() const override { return !followers_.empty(); }
     // Inline: every call asks, and most communicators have no follower.

@@ -110,12 +110,13 @@ class Transport {
     // Plans. The communicator tells its transports about every plan it
     // caches (id: never reused within the communicator, removed once no
     // request runs it; `key`: a hash of the call's shape, equal on every
-    // rank) and, per call, when it starts. A
+    // rank; `for_progress_thread`: made for calls the progress thread may
+    // drive) and, per call, when it starts. A
     // transport that wants a blocking call's time returns true from
     // call_starts and is told the time in call_ends.
     // Whether the transport overrides the four below (the router then calls them).
     virtual bool follows_plans() const { return false; }
-    virtual void plan_added(uint32_t id, uint32_t key, const CollArgs &args) {}
+    virtual void plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) {}
     virtual void plan_removed(uint32_t id) {}
     virtual bool call_starts(uint32_t plan, bool blocking) { return false; }
     virtual void call_ends(uint32_t plan, uint64_t elapsed_ns) {}

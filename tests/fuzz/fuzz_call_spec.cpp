@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const CollArgs &a = spec.args;
     if (a.nranks < 1 || !a.nodes || a.nodes->nranks() != a.nranks) std::abort();
     Explanation e;
-    if (explain_selection(config, a, &e) != LOOM_SUCCESS) std::abort();
+    if (explain_selection(config, a, &e, spec.knobs) != LOOM_SUCCESS) std::abort();
     if (format_explanation(a, e).empty()) std::abort();
     return 0;
 }

@@ -28,12 +28,12 @@ struct PlanSet {
     std::string error;  // validation failure, if any
 };
 
-inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args) {
+inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs = PlanKnobs()) {
     PlanSet set;
     set.algo = &algo;
     set.args = args;
     for (int r = 0; r < args.nranks; ++r) {
-        auto program = std::make_shared<Program>(build_program(algo, args, r));
+        auto program = std::make_shared<Program>(build_program(algo, args, knobs, r));
         std::string bad = program->validate(args.input_count(), args.output_count(r));
         if (!bad.empty() && set.error.empty()) set.error = "rank " + std::to_string(r) + ": " + bad;
         set.programs.push_back(std::move(program));

@@ -59,11 +59,17 @@ CollArgs make_args(const AlgorithmInfo &algo, int p, size_t count, bool in_place
     if (algo.collective == Collective::reduce_scatter) a.recv_counts = uneven_counts(p, count);
     a.elem_size = elem_size;
     a.in_place = in_place;
-    a.segment_bytes = 256;  // small enough that ring algorithms really segment
-    a.radix = 3;            // exercises recursive multiplying's fold
-    a.max_outstanding = 3;
-    a.ring_piece_bytes = 512;  // scattered alltoall sends the large odd blocks in uneven pieces
     return a;
+}
+
+// The knobs the matrices build with.
+PlanKnobs matrix_knobs(int radix = 3, size_t segment_bytes = 256) {
+    PlanKnobs k;
+    k.segment_bytes = segment_bytes;  // small enough that ring algorithms really segment
+    k.radix = radix;                  // 3 exercises recursive multiplying's fold
+    k.max_outstanding = 3;
+    k.ring_piece_bytes = 512;  // scattered alltoall sends the large odd blocks in uneven pieces
+    return k;
 }
 
 std::string where(const CollArgs &a, const char *algo, const std::string &what) {
@@ -208,7 +214,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
                             CollArgs a = make_args(algo, p, count, in_place, es);
                             a.nodes = nodes;
                             if (!algo.not_applicable(a).empty()) continue;
-                            const PlanSet set = build_plans(algo, a);
+                            const PlanSet set = build_plans(algo, a, matrix_knobs());
                             for (size_t j = 0; j < std::min(kCombosPerPlan, group.size()); ++j) {
                                 const Combo &combo = group[turn[es]++ % group.size()];
                                 // The deadlock check does not depend on the type: once per plan.
@@ -225,7 +231,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
                             CollArgs a = make_args(algo, p, count, in_place, es);
                             a.nodes = nodes;
                             if (!algo.not_applicable(a).empty()) continue;
-                            const PlanSet set = build_plans(algo, a);
+                            const PlanSet set = build_plans(algo, a, matrix_knobs());
                             for (auto proto : {InProcessProtocol::eager, InProcessProtocol::rendezvous}) {
                                 std::string err = check_movement(set, proto);
                                 ++cases;
@@ -286,7 +292,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                             CollArgs a = make_args(algo, p, count, in_place, combo.type->size);
                             if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
-                            std::string err = check_reduction(build_plans(algo, a), combo,
+                            std::string err = check_reduction(build_plans(algo, a, matrix_knobs()), combo,
                                                               InProcessProtocol::rendezvous, seed++, &shm);
                             ++cases;
                             if (!err.empty() && failures++ < 20)
@@ -297,7 +303,8 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                             CollArgs a = make_args(algo, p, count, in_place, es);
                             if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
-                            std::string err = check_movement(build_plans(algo, a), InProcessProtocol::rendezvous, &shm);
+                            std::string err = check_movement(build_plans(algo, a, matrix_knobs()),
+                                                             InProcessProtocol::rendezvous, &shm);
                             ++cases;
                             if (!err.empty() && failures++ < 20)
                                 ADD_FAILURE() << "nodes=" << nodes << " " << where(a, algo.name, err);
@@ -454,10 +461,9 @@ TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
             std::vector<PlanSet> distinct;
             for (int radix = 2; radix <= 5; ++radix) {
                 CollArgs a = make_args(algo, p, static_cast<size_t>(p + 1), false, 4);
-                a.radix = radix;
                 a.nodes = nodes;
                 if (!algo.not_applicable(a).empty()) continue;
-                PlanSet set = build_plans(algo, a);
+                PlanSet set = build_plans(algo, a, matrix_knobs(radix));
                 if (std::any_of(distinct.begin(), distinct.end(), [&](const PlanSet &d) { return same_plans(d, set); }))
                     continue;
                 radices.push_back(radix);
@@ -468,9 +474,8 @@ TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
                     if (count == 0) continue;
                     for (const FloatFormat &f : float_formats()) {
                         CollArgs a = make_args(algo, p, count, false, f.size);
-                        a.radix = radix;
                         a.nodes = nodes;
-                        const PlanSet set = build_plans(algo, a);
+                        const PlanSet set = build_plans(algo, a, matrix_knobs(radix));
                         for (loom_op_t op : {LOOM_SUM, LOOM_PROD}) {
                             const std::string err = check_same_bits(set, f, op);
                             ++cases;
@@ -502,10 +507,9 @@ TEST(AlgorithmKnobs, SegmentationAndRadixDoNotChangeResults) {
             for (size_t segment : {size_t{0}, size_t{4}, size_t{64}, size_t{1} << 20}) {
                 for (int radix : {2, 3, 4, 8}) {
                     CollArgs a = make_args(*algo, p, 257, false, 4);
-                    a.segment_bytes = segment;
-                    a.radix = radix;
                     if (!algo->not_applicable(a).empty()) continue;
-                    std::string err = check_reduction(build_plans(*algo, a), combo, InProcessProtocol::rendezvous, 99);
+                    std::string err = check_reduction(build_plans(*algo, a, matrix_knobs(radix, segment)), combo,
+                                                      InProcessProtocol::rendezvous, 99);
                     EXPECT_TRUE(err.empty()) << algo->name << " segment=" << segment << " radix=" << radix << " "
                                              << a.describe() << ": " << err;
                 }
@@ -522,7 +526,8 @@ TEST(HierPipelined, TheFirstChunkCrossesTheNetworkBeforeTheOthersAreSummed) {
     NodeMap map;
     ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
     CollArgs a = args(Collective::allreduce, 4, 0);
-    a.segment_bytes = 256;
+    PlanKnobs knobs;
+    knobs.segment_bytes = 256;
     a.nodes = &map;
     const int rank = 0;
     const auto same_node = [&](int peer) { return map.node_of[peer] == map.node_of[rank]; };
@@ -550,19 +555,19 @@ TEST(HierPipelined, TheFirstChunkCrossesTheNetworkBeforeTheOthersAreSummed) {
     };
     // 4 chunks: 4 segments x 256 B x 2 pieces per chunk, 8 KiB in all.
     a.count = 4 * 4 * 256 * 2 / 4;
-    const Program pipelined = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank);
+    const Program pipelined = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, knobs, rank);
     int total = 0, before = 0;
     count_node_receives(pipelined, &total, &before);
     EXPECT_EQ(total, 8);   // each chunk: one from the node's other rank to sum, one to gather
     EXPECT_EQ(before, 1);  // the first chunk's sum only
     // Past eight chunks' worth, still eight; without segmentation, one (hier_split's program).
     a.count *= 4;
-    count_node_receives(build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank), &total,
+    count_node_receives(build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, knobs, rank), &total,
                         &before);
     EXPECT_EQ(total, 16);
-    a.segment_bytes = 0;
-    const Program one = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, rank);
-    const Program split = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, rank);
+    knobs.segment_bytes = 0;
+    const Program one = build_program(*find_algorithm(Collective::allreduce, "hier_pipelined"), a, knobs, rank);
+    const Program split = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, knobs, rank);
     EXPECT_EQ(one.size(), split.size());
     count_node_receives(one, &total, &before);
     EXPECT_EQ(total, 2);
@@ -611,7 +616,7 @@ TEST(AlgorithmLanes, EveryMessageHasTheSameLaneOnBothSides) {
                     a.nodes = &map;
                     if (!algo->not_applicable(a).empty()) continue;
                     std::vector<Program> programs;
-                    for (int r = 0; r < p; ++r) programs.push_back(build_program(*algo, a, r));
+                    for (int r = 0; r < p; ++r) programs.push_back(build_program(*algo, a, matrix_knobs(), r));
                     // Per (sender, receiver): the lanes of the sends and of the receives, in program order.
                     std::map<std::pair<int, int>, std::vector<int>> sent, received;
                     for (int r = 0; r < p; ++r)

@@ -47,9 +47,7 @@ TEST(PlanCache, AChangedParameterGenerationOrShapeMissesTheCache) {
     CollArgs in_place = call_of(8);
     in_place.in_place = true;
     EXPECT_EQ(cache.find(PlanKey::of(in_place, 1)), nullptr);
-    CollArgs threaded = call_of(8);
-    threaded.progress_thread = true;
-    EXPECT_EQ(cache.find(PlanKey::of(threaded, 1)), nullptr);
+    EXPECT_EQ(cache.find(PlanKey::of(call_of(8), 1, /*progress_thread=*/true)), nullptr);
     EXPECT_NE(cache.find(PlanKey::of(call_of(8), 1)), nullptr);
 }
 

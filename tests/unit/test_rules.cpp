@@ -228,7 +228,7 @@ TEST(Explain, AlltoallBlocksThatFitARingTravelInPieces) {
     auto piece = [&](const char *text) {
         CallSpec spec;
         EXPECT_EQ(parse_call_spec(text, config, &spec), LOOM_SUCCESS) << last_error_message();
-        return spec.args.ring_piece_bytes;
+        return spec.knobs.ring_piece_bytes;
     };
     EXPECT_EQ(piece("alltoall 256KiB np=4"), 128u * 1024);
     EXPECT_EQ(piece("alltoall 200000 np=4"), 128u * 1024);
@@ -245,7 +245,7 @@ TEST(Explain, AlltoallBlocksThatFitARingTravelInPieces) {
 
     CallSpec spec;
     ASSERT_EQ(parse_call_spec("alltoall 200000 np=4 type=int32", config, &spec), LOOM_SUCCESS);
-    const Program prog = build_program(*find_algorithm(Collective::alltoall, "scattered"), spec.args, 0);
+    const Program prog = build_program(*find_algorithm(Collective::alltoall, "scattered"), spec.args, spec.knobs, 0);
     size_t sends = 0, largest = 0;
     for (const Step &s : prog.steps)
         if (s.kind == StepKind::send) {

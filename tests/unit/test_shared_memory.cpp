@@ -217,8 +217,8 @@ TEST(SharedMemoryTransport, HonoursThePlansRingLimit) {
     alltoall.nranks = 2;
     allreduce.nranks = 2;
     for (int r = 0; r < 2; ++r) {
-        pair.t[r]->plan_added(3, 33, alltoall);
-        pair.t[r]->plan_added(4, 44, allreduce);
+        pair.t[r]->plan_added(3, 33, alltoall, false);
+        pair.t[r]->plan_added(4, 44, allreduce, false);
     }
     const Route in_alltoall{3, 1}, in_allreduce{4, 0};
     std::string small(10, 's'), large(40, 'l'), other(40, 'o');
@@ -400,8 +400,8 @@ TEST(SharedMemoryTransport, MeasuredModeChoosesPerPlanFromTimedCalls) {
     large.count = 200;
     small.count = 10;
     for (int r = 0; r < 2; ++r) {
-        pair.t[r]->plan_added(1, 77, large);
-        pair.t[r]->plan_added(2, 78, small);
+        pair.t[r]->plan_added(1, 77, large, false);
+        pair.t[r]->plan_added(2, 78, small, false);
     }
     EXPECT_FALSE(pair.t[0]->call_starts(2, /*blocking=*/true));
     const Route route{1, 0};
@@ -435,7 +435,7 @@ TEST(SharedMemoryTransport, MeasuredModeChoosesPerPlanFromTimedCalls) {
     EXPECT_GE(single_late[1], at_least);
     SingleCopyPolicy never;
     Pair off(1 << 20, 8, never);
-    off.t[0]->plan_added(1, 77, large);
+    off.t[0]->plan_added(1, 77, large, false);
     EXPECT_FALSE(off.t[0]->call_starts(1, /*blocking=*/true));
 }
 

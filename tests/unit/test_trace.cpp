@@ -56,7 +56,7 @@ TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
     NodeMap map;
     ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
     const CollArgs a = allreduce_on_two_nodes(map);
-    const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, 0);
+    const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, PlanKnobs(), 0);
     std::set<std::string> phases;
     for (StepId id = 0; id < p.size(); ++id) phases.insert(p.phase_of(id));
     EXPECT_TRUE(phases.count("reduce_scatter direct over 2 (node)") ||
@@ -80,7 +80,7 @@ TEST(ProgramPhases, SubCollectivesTakeTheInstalledChooser) {
     ASSERT_EQ(NodeMap::parse("nodes=2", 4, &map), LOOM_SUCCESS);
     const CollArgs a = allreduce_on_two_nodes(map);
     const auto phases_of = [&] {
-        const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, 0);
+        const Program p = build_program(*find_algorithm(Collective::allreduce, "hier_split"), a, PlanKnobs(), 0);
         std::set<std::string> phases;
         for (StepId id = 0; id < p.size(); ++id) phases.insert(p.phase_of(id));
         return phases;

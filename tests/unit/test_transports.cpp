@@ -41,7 +41,7 @@ class Recorder final : public Transport {
         return LOOM_SUCCESS;
     }
     bool follows_plans() const override { return follows_; }
-    void plan_added(uint32_t id, uint32_t, const CollArgs &) override { plans.push_back(id); }
+    void plan_added(uint32_t id, uint32_t, const CollArgs &, bool) override { plans.push_back(id); }
     bool call_starts(uint32_t, bool blocking) override { return blocking; }
     std::vector<std::string> posts;
     std::vector<uint32_t> plans;
@@ -84,7 +84,7 @@ TEST(Router, SendsEachMessageThroughTheFirstTransportThatCarriesIt) {
     EXPECT_EQ(report[1].lanes[2].received_messages, 1u);
     // Plan events reach only the transports that follow plans.
     CollArgs args;
-    router.plan_added(5, 55, args);
+    router.plan_added(5, 55, args, false);
     EXPECT_EQ(n->plans, std::vector<uint32_t>{5});
     EXPECT_TRUE(f->plans.empty());
     EXPECT_TRUE(router.call_starts(5, true));

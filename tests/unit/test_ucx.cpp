@@ -224,7 +224,7 @@ TEST(UcxTransport, CountsBytesPerCollectiveAndRail) {
     Pair p = make_pair({1, 1}, 1000);
     CollArgs alltoall;
     alltoall.collective = Collective::alltoall;
-    p.t[0]->plan_added(5, 0, alltoall);
+    p.t[0]->plan_added(5, 0, alltoall, false);
     std::vector<char> out(3000, 1), in(3000, 0);
     Route route;
     route.plan = 5;

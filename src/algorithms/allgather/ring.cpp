@@ -16,8 +16,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     b.copy(vec.sub(static_cast<size_t>(rank) * block, block), own_input);
     if (p == 1 || block == 0) return;
     // The first step sends straight from the input so it need not wait for the copy.
-    const Ring ring(a, rank, BlockLayout(block * static_cast<size_t>(p), static_cast<size_t>(p)),
-                    static_cast<size_t>(rank));
+    const Ring ring(a, b.knobs().segment_bytes, rank,
+                    BlockLayout(block * static_cast<size_t>(p), static_cast<size_t>(p)), static_cast<size_t>(rank));
     ring_allgather(ring, vec, own_input, b);
 }
 

@@ -22,16 +22,16 @@ namespace {
 constexpr size_t kSegmentsPerPiece = 4;
 constexpr size_t kMaxChunks = 8;
 
-size_t chunks_for(const CollArgs &a) {
-    if (a.segment_bytes == 0 || a.count == 0) return 1;
+size_t chunks_for(const CollArgs &a, size_t segment_bytes) {
+    if (segment_bytes == 0 || a.count == 0) return 1;
     const size_t pieces = static_cast<size_t>(a.nodes->max_ranks_per_node());
-    const size_t chunk_bytes = kSegmentsPerPiece * a.segment_bytes * pieces;
+    const size_t chunk_bytes = kSegmentsPerPiece * segment_bytes * pieces;
     const size_t chunks = a.count * a.elem_size / chunk_bytes;
     return std::clamp<size_t>(chunks, 1, std::min(kMaxChunks, a.count));
 }
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
-    const BlockLayout chunks(a.count, chunks_for(a));
+    const BlockLayout chunks(a.count, chunks_for(a, b.knobs().segment_bytes));
     std::vector<NodeSplitRange> ranges;
     ranges.reserve(chunks.blocks());
     for (size_t c = 0; c < chunks.blocks(); ++c) ranges.emplace_back(a, rank, chunks.offset(c), chunks.count(c), b);

@@ -12,7 +12,7 @@ namespace loom {
 namespace {
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
-    allreduce_by_digit_exchange(a, rank, std::max(2, std::min(a.radix, a.nranks)), b);
+    allreduce_by_digit_exchange(a, rank, std::max(2, std::min(b.knobs().radix, a.nranks)), b);
 }
 
 }  // namespace

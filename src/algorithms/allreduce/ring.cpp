@@ -15,7 +15,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     // The reduce-scatter leaves block rank+1 here, so the allgather starts
     // with it without a copy; partial sums are completed in the output,
     // which frees a landing buffer as soon as its reduction is done.
-    const Ring ring(a, rank, BlockLayout(a.count, p), static_cast<size_t>((rank + 1) % p));
+    const Ring ring(a, b.knobs().segment_bytes, rank, BlockLayout(a.count, p), static_cast<size_t>((rank + 1) % p));
     const Slice owned = vec.sub(ring.blocks.offset(ring.owned), ring.blocks.count(ring.owned));
     ring_reduce_scatter(ring, vec, owned, RingPartials::in_contribution, b);
     ring_allgather(ring, vec, owned, b);

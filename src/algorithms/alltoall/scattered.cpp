@@ -18,8 +18,9 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     auto at = [&](int r) { return static_cast<size_t>(r) * block; };
     b.copy(output_slice(at(rank), block), input_slice(at(rank), block));
     if (p == 1 || block == 0) return;
-    const size_t window = static_cast<size_t>(std::max(1, a.max_outstanding));
-    const size_t piece = a.ring_piece_bytes ? std::max<size_t>(1, a.ring_piece_bytes / a.elem_size) : block;
+    const size_t window = static_cast<size_t>(std::max(1, b.knobs().max_outstanding));
+    const size_t piece_bytes = b.knobs().ring_piece_bytes;
+    const size_t piece = piece_bytes ? std::max<size_t>(1, piece_bytes / a.elem_size) : block;
 
     // exchanges[i] = the receives and sends of exchange i, which may start once
     // exchange i - window has completed: each of the `window` chains has one

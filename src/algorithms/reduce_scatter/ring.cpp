@@ -17,7 +17,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     if (p == 1) return;
     // The input is only read: partial sums are completed in the landing
     // buffers and leave from there next step.
-    const Ring ring(a, rank, blocks, static_cast<size_t>(rank));
+    const Ring ring(a, b.knobs().segment_bytes, rank, blocks, static_cast<size_t>(rank));
     ring_reduce_scatter(ring, input_slice(0, blocks.total()), result, RingPartials::in_landing, b);
 }
 

@@ -4,8 +4,8 @@
 // stages them through host memory onto a host path. A call that arrives here
 // was selected for device memory without that entry: an internal error, not
 // a crash.
-#include "runtime/call_path.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/path_runner.hpp"
 
 namespace loom {
 

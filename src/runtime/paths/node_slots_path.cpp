@@ -2,8 +2,8 @@
 // (runtime/node_slot_call.hpp) around the node leaders' plan, which runs
 // once the leader has its node's contribution. Its calls progress in the
 // caller's calls.
-#include "runtime/call_path.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/path_runner.hpp"
 
 namespace loom {
 

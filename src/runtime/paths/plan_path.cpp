@@ -1,8 +1,8 @@
 // The plan path: the algorithm's program, run by the executor over the
 // transports; the progress thread may drive it.
 #include "core/clock.hpp"
-#include "runtime/call_path.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/path_runner.hpp"
 
 namespace loom {
 
@@ -84,9 +84,9 @@ inline Status PlanPath::start_here(Communicator &comm, Request &req, const CollA
         comm.timed_plan_ = plan.id;
         comm.timed_start_ns_ = now_ns();
     }
-    req.thread_driven_ = args.progress_thread && plan.thread_drivable;
+    req.thread_driven_ = plan.for_progress_thread && plan.thread_drivable;
     req.trace_call_.thread_driven = req.thread_driven_;
-    if (args.progress_thread) {
+    if (plan.for_progress_thread) {
         if (req.thread_driven_) {
             ++comm.thread_driven_calls_;
         } else {

@@ -3,8 +3,8 @@
 // calls progress in the caller's calls; a blocking one runs without a
 // request, and its shape is kept so that the same call again skips the
 // checks and the selection (Communicator::repeat_slots).
-#include "runtime/call_path.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/path_runner.hpp"
 
 namespace loom {
 

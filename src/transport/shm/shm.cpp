@@ -39,11 +39,11 @@ void SharedMemoryTransport::extra_counters(std::vector<std::pair<std::string, ui
     out->emplace_back("single_copy_sends", single_copy_sends_);
 }
 
-void SharedMemoryTransport::plan_added(uint32_t id, uint32_t key, const CollArgs &args) {
+void SharedMemoryTransport::plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) {
     PlanPolicy &policy = plans_[id];
     policy = PlanPolicy{};
-    policy.threaded = args.progress_thread;
-    policy.ring_limit = args.progress_thread                      ? SIZE_MAX
+    policy.threaded = for_progress_thread;
+    policy.ring_limit = for_progress_thread                       ? SIZE_MAX
                         : args.collective == Collective::alltoall ? std::min(max_bytes_, alltoall_max_bytes_)
                                                                   : max_bytes_;
     // A thread-driven plan's large messages always go by single copy where

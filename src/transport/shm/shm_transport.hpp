@@ -96,7 +96,7 @@ class SharedMemoryTransport final : public Transport {
     // Per plan: the ring limit of its collective, and for plans whose
     // messages may be large enough, the copy path chosen from timed calls.
     bool follows_plans() const override { return true; }
-    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) override;
     void plan_removed(uint32_t id) override;
     bool call_starts(uint32_t plan, bool blocking) override;
     void call_ends(uint32_t plan, uint64_t elapsed_ns) override;

@@ -391,9 +391,9 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
     return LOOM_SUCCESS;
 }
 
-void UcxTransport::plan_added(uint32_t id, uint32_t, const CollArgs &args) {
+void UcxTransport::plan_added(uint32_t id, uint32_t, const CollArgs &args, bool for_progress_thread) {
     plan_collective_[id] = static_cast<int>(args.collective);
-    if (args.progress_thread) threaded_plans_.insert(id);
+    if (for_progress_thread) threaded_plans_.insert(id);
 }
 
 void UcxTransport::extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {

@@ -101,7 +101,7 @@ class UcxTransport final : public Transport {
     bool oversubscribed() const override { return false; }
     // Plans tell which collective a message belongs to, for the per-collective counts.
     bool follows_plans() const override { return true; }
-    void plan_added(uint32_t id, uint32_t key, const CollArgs &args) override;
+    void plan_added(uint32_t id, uint32_t key, const CollArgs &args, bool for_progress_thread) override;
     void plan_removed(uint32_t id) override {
         plan_collective_.erase(id);
         threaded_plans_.erase(id);

@@ -1,14 +1,6 @@
-#include "runtime/call_path.hpp"
-
-#include "runtime/communicator.hpp"
+#include "runtime/path_runner.hpp"
 
 namespace loom {
-
-Status PathRunner::run(Communicator &comm, const CollArgs &args, const CallData &call, const CachedPlan &plan) const {
-    Request &req = *comm.blocking_;
-    LOOM_RETURN_IF_ERROR(comm.launch(req, args, call, plan, /*blocking=*/true));
-    return comm.wait_blocking(req);
-}
 
 const PathRunner &runner_for(CallPath path) {
     switch (path) {
