@@ -8,9 +8,9 @@ namespace {
 
 SubCollectiveChooser sub_chooser = nullptr;
 
-const AlgorithmInfo &choose_sub_collective(const CollArgs &sub) {
+const AlgorithmInfo &choose_sub_collective(const CollArgs &sub, const PlanKnobs &knobs) {
     if (sub_chooser)
-        if (const AlgorithmInfo *chosen = sub_chooser(sub)) return *chosen;
+        if (const AlgorithmInfo *chosen = sub_chooser(sub, knobs)) return *chosen;
     for (const AlgorithmInfo *algo : algorithms_for(sub.collective))
         if (algo->build && why_not_applicable(*algo, sub).empty()) return *algo;
     // Every collective has flat algorithms that run anywhere on host memory.
@@ -41,11 +41,11 @@ void build_sub_collective(ProgramBuilder &b, const CollArgs &sub, const std::vec
                           Slice output, int lane) {
     // Sub-arguments carry no node map, so the node-aware algorithms never
     // apply here and the flat ones (some always applicable) are chosen.
-    const AlgorithmInfo &chosen = choose_sub_collective(sub);
     // The parent's knobs, but not its ring pieces: those were sized for its own blocks.
     const PlanKnobs parent = b.knobs();
     PlanKnobs knobs = parent;
     knobs.ring_piece_bytes = 0;
+    const AlgorithmInfo &chosen = choose_sub_collective(sub, knobs);
     b.set_knobs(knobs);
     b.push_group(ranks, input, output, lane, phase_name(sub, chosen));
     chosen.build(sub, me, b);

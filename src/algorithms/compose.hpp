@@ -9,15 +9,17 @@
 
 namespace loom {
 
-// Group-relative arguments for a phase of `parent` over `nranks` ranks; the
-// algorithm knobs are inherited; `one_node` when the group shares a node.
+// Group-relative arguments for a phase of `parent` over `nranks` ranks;
+// `one_node` when the group shares a node. The phase is built with the
+// builder's knobs (build_sub_collective leaves out the ring pieces).
 CollArgs sub_args(const CollArgs &parent, Collective c, int nranks, size_t count, bool one_node);
 
 // Picks a sub-collective's algorithm. The selector installs its default
 // rules here (select/selector.cpp), so that the algorithms need not include
 // the layer above them; until one is installed, the first applicable
-// algorithm in the registry's order runs. Returns the chooser it replaces.
-using SubCollectiveChooser = const AlgorithmInfo *(*)(const CollArgs &sub);
+// algorithm in the registry's order runs. `knobs`: those the phase is built
+// with (the model prices candidates with them). Returns the chooser it replaces.
+using SubCollectiveChooser = const AlgorithmInfo *(*)(const CollArgs &sub, const PlanKnobs &knobs);
 SubCollectiveChooser choose_sub_collectives_with(SubCollectiveChooser chooser);
 
 // Appends the steps of `sub` (chosen by the sub-collective chooser) for this rank,

@@ -18,9 +18,9 @@ Status check_algorithm_name(const ParamSpec &spec, const std::string &value) {
 
 // Sub-collectives of node-aware plans take the default rules: their
 // arguments carry no node map, so only flat algorithms apply.
-const AlgorithmInfo *default_sub_collective(const CollArgs &sub) {
+const AlgorithmInfo *default_sub_collective(const CollArgs &sub, const PlanKnobs &knobs) {
     Selection chosen;
-    return default_selection(sub, &chosen) == LOOM_SUCCESS ? chosen.algorithm : nullptr;
+    return default_selection(sub, &chosen, CostModel(), knobs) == LOOM_SUCCESS ? chosen.algorithm : nullptr;
 }
 
 const bool sub_collectives_chosen_by_default_rules = (choose_sub_collectives_with(default_sub_collective), true);

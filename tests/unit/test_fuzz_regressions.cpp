@@ -68,7 +68,7 @@ TEST(FuzzRegressions, ExplainingAHugeMessageDeclinesToSimulateIt) {
     ASSERT_EQ(parse_call_spec("allreduce 110485766MiB nodes=4 ppn=2 rails=2", config, &spec), LOOM_SUCCESS)
         << last_error_message();
     Explanation e;
-    ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(explain_selection(config, spec.args, &e, spec.knobs), LOOM_SUCCESS) << last_error_message();
     ASSERT_NE(e.selection.algorithm, nullptr);
     size_t declined = 0;
     for (const Prediction &p : e.candidates)

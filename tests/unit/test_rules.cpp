@@ -202,10 +202,10 @@ TEST(Explain, RanksEveryAlgorithmAndAgreesWithTheModel) {
     EXPECT_EQ(spec.args.count, 262144u);
     EXPECT_EQ(spec.args.nodes->nodes(), 4);
     Explanation e;
-    ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+    ASSERT_EQ(explain_selection(config, spec.args, &e, spec.knobs), LOOM_SUCCESS);
     EXPECT_EQ(e.candidates.size(), algorithms_for(Collective::allreduce).size());
     double own = -1;
-    ASSERT_EQ(predict_time(*e.selection.algorithm, spec.args, model_for(config), &own), LOOM_SUCCESS);
+    ASSERT_EQ(predict_time(*e.selection.algorithm, spec.args, spec.knobs, model_for(config), &own), LOOM_SUCCESS);
     EXPECT_DOUBLE_EQ(e.predicted_us, own);
     for (size_t i = 1; i < e.candidates.size(); ++i) {
         if (e.candidates[i].us < 0) continue;
@@ -288,7 +288,7 @@ TEST(Explain, OfflineAnswerMatchesACommunicatorsChoice) {
         CallSpec spec;
         ASSERT_EQ(parse_call_spec(call.spec, config, &spec), LOOM_SUCCESS) << last_error_message();
         Explanation e;
-        ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+        ASSERT_EQ(explain_selection(config, spec.args, &e, spec.knobs), LOOM_SUCCESS);
         EXPECT_STREQ(e.selection.algorithm->name, online) << call.spec;
     }
     std::remove(path.c_str());
@@ -342,7 +342,7 @@ TEST(Rules, MemoryTypesAreParsedMatchedAndExplained) {
         << last_error_message();
     EXPECT_EQ(spec.args.memory, MemoryType::cuda);
     Explanation e;
-    ASSERT_EQ(explain_selection(config, spec.args, &e), LOOM_SUCCESS);
+    ASSERT_EQ(explain_selection(config, spec.args, &e, spec.knobs), LOOM_SUCCESS);
     EXPECT_EQ(e.selection.algorithm, nullptr);
     const std::string table = format_explanation(spec.args, e);
     EXPECT_NE(table.find("on cuda memory"), std::string::npos) << table;

@@ -68,12 +68,12 @@ TEST(ProgramPhases, NodeAwarePlansNameTheirSubCollectives) {
     EXPECT_TRUE(inter);
 }
 
-const AlgorithmInfo *ring_where_it_runs(const CollArgs &sub) {
+const AlgorithmInfo *ring_where_it_runs(const CollArgs &sub, const PlanKnobs &) {
     const AlgorithmInfo *ring = find_algorithm(sub.collective, "ring");
     return ring && ring->not_applicable(sub).empty() ? ring : nullptr;
 }
 
-const AlgorithmInfo *declines(const CollArgs &) { return nullptr; }
+const AlgorithmInfo *declines(const CollArgs &, const PlanKnobs &) { return nullptr; }
 
 TEST(ProgramPhases, SubCollectivesTakeTheInstalledChooser) {
     NodeMap map;
