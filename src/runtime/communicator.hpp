@@ -16,10 +16,9 @@
 #include "runtime/buffer_pool.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
-#include "runtime/node_slot_call.hpp"
 #include "runtime/path_runner.hpp"
+#include "runtime/path_state.hpp"
 #include "runtime/plan_cache.hpp"
-#include "runtime/slot_call.hpp"
 #include "runtime/trace.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
@@ -126,14 +125,17 @@ class Request {
     std::vector<unsigned char> snapshot_;  // in-place input, when the algorithm needs one
     // The path its call runs on; null before its first call.
     const PathRunner *path_ = nullptr;
-    // The shared slots' path: the call runs here instead of an execution.
-    SlotCall slot_;
-    // The node slots' path: its slot phases here, its leaders' plan in
-    // execution_ (tag_ and plan_id_ saved for it) once `exchanging_`.
-    NodeSlotCall node_slot_;
-    bool exchanging_ = false;
-    uint32_t tag_ = 0, plan_id_ = 0;
-    ReduceFn reduce_ = nullptr;
+    // What the call keeps on that path; made anew when a call takes another path.
+    PathState path_state_;
+    template <class State>
+    State &path_state() {
+        if (State *s = std::get_if<State>(&path_state_)) return *s;
+        return path_state_.template emplace<State>();
+    }
+    template <class State>
+    const State *path_state_if() const {
+        return std::get_if<State>(&path_state_);
+    }
     // The step timeline of this call (when the communicator traces) and how its waits went.
     bool traced_ = false;
     CallRecord trace_call_;

@@ -19,10 +19,12 @@ class NodeSlotsPath final : public PathRunner {
         req.snapshot_.reserve(NodeSlotCall::buffer_bytes(args));
     }
     void slots_waited(const Request &req, std::vector<int> *local) const override {
-        if (!req.exchanging_) req.node_slot_.waiting_for(local);
+        const NodeSlotsState *s = req.path_state_if<NodeSlotsState>();
+        if (s && !s->exchanging) s->slots.waiting_for(local);
     }
     const Execution *running_plan(const Request &req) const override {
-        return req.exchanging_ ? req.execution_.get() : nullptr;
+        const NodeSlotsState *s = req.path_state_if<NodeSlotsState>();
+        return s && s->exchanging ? req.execution_.get() : nullptr;
     }
     bool polls_shared_memory() const override { return true; }
 };
@@ -34,20 +36,21 @@ Status NodeSlotsPath::start(Communicator &comm, Request &req, const CollArgs &ar
     if (!alone && !comm.slots_)
         return fail(LOOM_ERR_INTERNAL, "node slots chosen for " + args.describe() + " without shared memory");
     req.arm(&comm, this);
-    req.exchanging_ = false;
+    NodeSlotsState &state = req.path_state<NodeSlotsState>();
+    state.exchanging = false;
     req.thread_driven_ = false;                 // its slot phases progress in the caller's calls
     comm.timed_plan_ = Route::kNoPlan;          // no transport times it
     if (&req.args_ != &args) req.args_ = args;  // the call outlives the caller's args
     if (req.program_ != plan.program) req.program_ = plan.program;
-    req.plan_id_ = plan.id;
-    req.reduce_ = Communicator::slot_reduction(args.collective, call);
+    state.plan_id = plan.id;
+    state.reduce = Communicator::slot_reduction(args.collective, call);
     req.traced_ = false;
     if (comm.tracing())
         comm.trace_begin(req, args, plan.algorithm->name, plan.id, req.persistent_ ? "persistent" : "nonblocking",
                          plan.program.get());
     // Every rank takes the tag, so that tags stay equal everywhere; only
     // the leaders' plan uses it.
-    req.tag_ = comm.take_tag();
+    state.tag = comm.take_tag();
     const size_t buffer = NodeSlotCall::buffer_bytes(req.args_);
     comm.spare_buffers_.take(req.snapshot_, buffer);
     req.snapshot_.resize(buffer);
@@ -56,37 +59,43 @@ Status NodeSlotsPath::start(Communicator &comm, Request &req, const CollArgs &ar
     req.scratch_.resize(scratch);
     const uint64_t generation = alone ? 0 : comm.slots_started_ + 1;
     if (!alone) comm.slots_started_ += 2;  // the node's inputs, then the leader's result
-    req.node_slot_.begin(alone ? nullptr : comm.slots_.get(), generation, req.args_, comm.rank(), call.sendbuf,
-                         call.recvbuf, req.reduce_, req.snapshot_.data());
+    state.slots.begin(alone ? nullptr : comm.slots_.get(), generation, req.args_, comm.rank(), call.sendbuf,
+                      call.recvbuf, state.reduce, req.snapshot_.data());
     comm.active_.push_back(&req);
     // Published now when no earlier call is pending, as the shared slots'
     // path does; a leader starts its plan at the request's next advance.
-    if (comm.active_.size() == 1) req.node_slot_.advance(&comm.slots_finished_);
+    if (comm.active_.size() == 1) state.slots.advance(&comm.slots_finished_);
     return LOOM_SUCCESS;
 }
 
 Status NodeSlotsPath::advance(Request &req) const {
     Communicator &comm = *req.comm_;
     uint64_t &finished = comm.slots_finished_;
-    if (!req.exchanging_) {
-        const NodeSlotCall::Stage stage = req.node_slot_.advance(&finished);
+    NodeSlotsState *const made = std::get_if<NodeSlotsState>(&req.path_state_);  // start() made it
+    if (!made) {
+        req.end_with(LOOM_ERR_INTERNAL, "a call advanced on the node slots' path it did not start on");
+        return req.error_;
+    }
+    NodeSlotsState &state = *made;
+    if (!state.exchanging) {
+        const NodeSlotCall::Stage stage = state.slots.advance(&finished);
         if (stage == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
         if (stage == NodeSlotCall::Stage::exchange) {
             ExecutionBuffers eb;
-            eb.plan = req.plan_id_;
-            eb.input = req.node_slot_.combined();
-            eb.output = req.node_slot_.result();
+            eb.plan = state.plan_id;
+            eb.input = state.slots.combined();
+            eb.output = state.slots.result();
             eb.scratch = req.scratch_.data();
             eb.elem_size = req.args_.elem_size;
-            eb.reduce = req.reduce_;
+            eb.reduce = state.reduce;
             if (req.traced_) eb.trace = &req.trace_times_;
-            if (req.execution_) req.execution_->reset(req.program_.get(), req.tag_, eb);
-            else req.execution_ = std::make_unique<Execution>(req.program_.get(), comm.transport(), req.tag_, eb);
-            req.exchanging_ = true;
+            if (req.execution_) req.execution_->reset(req.program_.get(), state.tag, eb);
+            else req.execution_ = std::make_unique<Execution>(req.program_.get(), comm.transport(), state.tag, eb);
+            state.exchanging = true;
             req.error_ = req.execution_->start();
         }
     }
-    if (req.exchanging_) {
+    if (state.exchanging) {
         bool complete = false;
         if (req.error_ == LOOM_SUCCESS) req.error_ = req.execution_->progress(&complete);
         if (req.error_ != LOOM_SUCCESS) {
@@ -97,10 +106,10 @@ Status NodeSlotsPath::advance(Request &req) const {
             return LOOM_SUCCESS;
         }
         // The node's other ranks learn the outcome from the leader's slot.
-        req.node_slot_.finish_exchange(req.error_ == LOOM_SUCCESS, &finished);
-        req.exchanging_ = false;
-        if (req.node_slot_.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
-    } else if (req.node_slot_.failed() && req.error_ == LOOM_SUCCESS) {
+        state.slots.finish_exchange(req.error_ == LOOM_SUCCESS, &finished);
+        state.exchanging = false;
+        if (state.slots.advance(&finished) == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;
+    } else if (state.slots.failed() && req.error_ == LOOM_SUCCESS) {
         // result() reports it to the caller; a leader's revoke is published before the outcome.
         if (comm.revoked_by_peer(req.call_number_)) {
             req.error_ = LOOM_ERR_MISMATCH;

@@ -16,7 +16,9 @@ class SharedSlotsPath final : public PathRunner {
     Status advance(Request &req) const override;
     void withdraw(Request &) const override {}  // a slot publishes in place: nothing is posted to withdraw
     void reserve(Request &, const CollArgs &, const CachedPlan &) const override {}
-    void slots_waited(const Request &req, std::vector<int> *local) const override { req.slot_.unpublished(local); }
+    void slots_waited(const Request &req, std::vector<int> *local) const override {
+        if (const SlotCall *slot = req.path_state_if<SlotCall>()) slot->unpublished(local);
+    }
     const Execution *running_plan(const Request &) const override { return nullptr; }
     bool polls_shared_memory() const override { return true; }
 };
@@ -30,14 +32,14 @@ Status SharedSlotsPath::start(Communicator &comm, Request &req, const CollArgs &
     if (comm.tracing())
         comm.trace_begin(req, args, comm.last_algorithm(args.collective), 0,
                          req.persistent_ ? "persistent" : "nonblocking", nullptr);
-    req.slot_.begin(comm.slots_.get(), comm.slots_ ? ++comm.slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
-                    Communicator::slot_reduction(args.collective, call),
-                    SlotCall::call_signature(args, call.type, call.op));
+    SlotCall &slot = req.path_state<SlotCall>();
+    slot.begin(comm.slots_.get(), comm.slots_ ? ++comm.slots_started_ : 0, req.args_, call.sendbuf, call.recvbuf,
+               Communicator::slot_reduction(args.collective, call), SlotCall::call_signature(args, call.type, call.op));
     comm.active_.push_back(&req);
     // Published now when no earlier call is pending: the peers can then
     // finish without waiting for this rank's next test. The request stays
     // active until the caller's test or wait sees it done, as MPI's do.
-    if (comm.active_.size() == 1) req.slot_.advance(&comm.slots_finished_);
+    if (comm.active_.size() == 1) slot.advance(&comm.slots_finished_);
     return LOOM_SUCCESS;
 }
 
@@ -72,11 +74,17 @@ Status SharedSlotsPath::run(Communicator &comm, const CollArgs &args, const Call
 }
 
 Status SharedSlotsPath::advance(Request &req) const {
-    if (!req.slot_.advance(&req.comm_->slots_finished_)) return LOOM_SUCCESS;
+    SlotCall *const made = std::get_if<SlotCall>(&req.path_state_);  // start() made it
+    if (!made) {
+        req.end_with(LOOM_ERR_INTERNAL, "a call advanced on the shared slots' path it did not start on");
+        return req.error_;
+    }
+    SlotCall &slot = *made;
+    if (!slot.advance(&req.comm_->slots_finished_)) return LOOM_SUCCESS;
     req.finish();
-    if (!req.slot_.failed()) return LOOM_SUCCESS;
+    if (!slot.failed()) return LOOM_SUCCESS;
     req.error_ = LOOM_ERR_MISMATCH;
-    req.error_message_ = req.comm_->slot_mismatch(req.args_, req.slot_.mismatched_rank());
+    req.error_message_ = req.comm_->slot_mismatch(req.args_, slot.mismatched_rank());
     req.mismatched();
     return req.error_;
 }
