@@ -19,6 +19,7 @@
 #include "runtime/path_runner.hpp"
 #include "runtime/path_state.hpp"
 #include "runtime/plan_cache.hpp"
+#include "runtime/progress_thread.hpp"
 #include "runtime/trace.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
@@ -155,7 +156,7 @@ class Request {
     Status error_ = LOOM_SUCCESS;
 };
 
-class Communicator final : public SetupContext {
+class Communicator final : public SetupContext, public ThreadDriven {
   public:
     // `transport` carries everything no preferred transport takes (the
     // PML, MPI point-to-point); the router starts with it alone.
@@ -253,15 +254,17 @@ class Communicator final : public SetupContext {
     // The progress thread's entry: advances the requests it drives, unless
     // another thread is inside this communicator (false then). *pending:
     // some are still running; *moved: something completed or moved.
-    bool progress_from_thread(bool *pending, bool *moved);
+    bool progress_from_thread(bool *pending, bool *moved) override;
     // Where the thread may sleep for this communicator's peers (its shared-memory inbox).
     // None once the rails are attached: their messages ring no doorbell, so
     // the thread polls rather than sleep on one.
-    Doorbell doorbell() const { return rails_attached_.load(std::memory_order_acquire) ? Doorbell{} : doorbell_; }
+    Doorbell doorbell() const override {
+        return rails_attached_.load(std::memory_order_acquire) ? Doorbell{} : doorbell_;
+    }
     // With the rails attached: arms them for the thread's sleep (their
     // event descriptors into *fds); false when one has news now, none
     // can wake a sleeper, or a caller is inside the communicator.
-    bool arm_for_thread_sleep(std::vector<int> *fds);
+    bool arm_for_thread_sleep(std::vector<int> *fds) override;
     // "off", or "on: N calls driven by the thread, M by the caller (why)".
     std::string progress_state() const;
     // Keeps the progress thread out while the caller reads the

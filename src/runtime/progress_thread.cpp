@@ -2,7 +2,8 @@
 
 #include <pthread.h>
 
-#include "runtime/communicator.hpp"
+#include "transport/router.hpp"
+#include "transport/transport.hpp"
 
 namespace loom {
 
@@ -36,7 +37,7 @@ ProgressThread &ProgressThread::instance() {
 
 ProgressThread::~ProgressThread() = default;
 
-void ProgressThread::attach(Communicator *comm) {
+void ProgressThread::attach(ThreadDriven *comm) {
     std::unique_lock<std::mutex> g(mutex_);
     // One thread at a time: a stopping one is joined before another starts.
     passed_.wait(g, [&] { return !stopping_; });
@@ -47,7 +48,7 @@ void ProgressThread::attach(Communicator *comm) {
     }
 }
 
-void ProgressThread::detach(Communicator *comm) {
+void ProgressThread::detach(ThreadDriven *comm) {
     std::thread finished;
     uint64_t seen = 0;
     {
@@ -97,10 +98,10 @@ void ProgressThread::wake() {
     futex_wake_all(sleeping_on_.word);
 }
 
-bool ProgressThread::pass(const std::vector<Communicator *> &comms, Communicator **busy, size_t *busy_count,
+bool ProgressThread::pass(const std::vector<ThreadDriven *> &comms, ThreadDriven **busy, size_t *busy_count,
                           bool *moved, bool *locked_out) {
     *busy_count = 0;
-    for (Communicator *c : comms) {
+    for (ThreadDriven *c : comms) {
         bool pending = false;
         if (!c->progress_from_thread(&pending, moved)) {
             *locked_out = true;  // its caller is in a call, progressing it
@@ -117,7 +118,7 @@ bool ProgressThread::pass(const std::vector<Communicator *> &comms, Communicator
 void ProgressThread::loop() {
     t_on_progress_thread = true;
     pthread_setname_np(pthread_self(), "loom-progress");  // as ps and /proc/PID/task/*/comm show it
-    std::vector<Communicator *> comms;
+    std::vector<ThreadDriven *> comms;
     // Room made now: the copy below must not allocate inside a caller's
     // call (tests/mpi/test_persistent counts allocations in MPI_Start).
     comms.reserve(16);
@@ -135,7 +136,7 @@ void ProgressThread::loop() {
         }
         passed_.notify_all();
         if (stopping) return;
-        Communicator *busy = nullptr;
+        ThreadDriven *busy = nullptr;
         size_t busy_count = 0;
         bool moved = false, locked_out = false;
         const bool work = pass(comms, &busy, &busy_count, &moved, &locked_out);
