@@ -137,6 +137,14 @@ class Request {
     const State *path_state_if() const {
         return std::get_if<State>(&path_state_);
     }
+    // The state start() made for the running call; null, with the call
+    // ended by an internal error, where another path's is found.
+    template <class State>
+    State *started_state() {
+        if (State *s = std::get_if<State>(&path_state_)) return s;
+        end_with(LOOM_ERR_INTERNAL, "a call advanced on a path it did not start on");
+        return nullptr;
+    }
     // The step timeline of this call (when the communicator traces) and how its waits went.
     bool traced_ = false;
     CallRecord trace_call_;

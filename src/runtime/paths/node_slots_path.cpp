@@ -71,12 +71,9 @@ Status NodeSlotsPath::start(Communicator &comm, Request &req, const CollArgs &ar
 Status NodeSlotsPath::advance(Request &req) const {
     Communicator &comm = *req.comm_;
     uint64_t &finished = comm.slots_finished_;
-    NodeSlotsState *const made = std::get_if<NodeSlotsState>(&req.path_state_);  // start() made it
-    if (!made) {
-        req.end_with(LOOM_ERR_INTERNAL, "a call advanced on the node slots' path it did not start on");
-        return req.error_;
-    }
-    NodeSlotsState &state = *made;
+    NodeSlotsState *const started = req.started_state<NodeSlotsState>();
+    if (!started) return req.error_;
+    NodeSlotsState &state = *started;
     if (!state.exchanging) {
         const NodeSlotCall::Stage stage = state.slots.advance(&finished);
         if (stage == NodeSlotCall::Stage::waiting) return LOOM_SUCCESS;

@@ -74,12 +74,9 @@ Status SharedSlotsPath::run(Communicator &comm, const CollArgs &args, const Call
 }
 
 Status SharedSlotsPath::advance(Request &req) const {
-    SlotCall *const made = std::get_if<SlotCall>(&req.path_state_);  // start() made it
-    if (!made) {
-        req.end_with(LOOM_ERR_INTERNAL, "a call advanced on the shared slots' path it did not start on");
-        return req.error_;
-    }
-    SlotCall &slot = *made;
+    SlotCall *const started = req.started_state<SlotCall>();
+    if (!started) return req.error_;
+    SlotCall &slot = *started;
     if (!slot.advance(&req.comm_->slots_finished_)) return LOOM_SUCCESS;
     req.finish();
     if (!slot.failed()) return LOOM_SUCCESS;
