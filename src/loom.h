@@ -130,7 +130,8 @@ int loom_comm_set_param(loom_comm_t comm, const char *name, const char *value);
 /* Chooses the algorithm and builds (caches) the plan for a call without
  * running it; fails exactly as the call would (e.g. a forced algorithm that
  * cannot run it). For persistent collectives, checked at init.
- * `counts` is used by reduce_scatter only. */
+ * `counts` is used by reduce_scatter only; alltoallv and allgatherv are
+ * prepared with every block `count` elements, in rank order. */
 int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, const int64_t *counts,
                       loom_datatype_t type, int in_place, const char **algorithm);
 /* Name of the algorithm the last call of `collective` ran ("allreduce", ...). */
@@ -283,7 +284,8 @@ int loom_param_info(int index, const char **name, const char **default_value, co
  * selector's order of preference. `name` forces the algorithm (parameter
  * "<collective>_algorithm", environment LOOM_<COLLECTIVE>_ALGORITHM);
  * `collective` is the name loom_comm_prepare takes ("allreduce",
- * "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall");
+ * "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall",
+ * "alltoallv", "allgatherv");
  * `restrictions` says in words where it cannot run: "none", or "none (...)"
  * with a remark, when it can run every call. The strings are static. An
  * index out of range is LOOM_ERR_INVALID_ARGUMENT. */
@@ -364,6 +366,23 @@ int loom_reduce_scatter_block(const void *sendbuf, void *recvbuf, int64_t recvco
                               loom_comm_t comm);
 int loom_allgather(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm);
 int loom_alltoall(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm);
+/* The vector collectives, in MPI's conventions with one datatype; counts and
+ * displacements in elements, one per rank of the communicator.
+ * Alltoallv: sendcounts[j] elements at sendbuf + sdispls[j] go to rank j,
+ * where they land at recvbuf + rdispls[i] (i the sender), recvcounts[i]
+ * elements: the receiver's count must equal the sender's. LOOM_IN_PLACE as
+ * sendbuf: the data to send sits in recvbuf, laid out as it is received
+ * (sendcounts and sdispls are ignored and may be NULL).
+ * Allgatherv: rank i's sendcount elements land at recvbuf + displs[i] on
+ * every rank; recvcounts[i] must equal rank i's sendcount on every rank.
+ * LOOM_IN_PLACE as sendbuf: each rank's block already sits at its place in
+ * recvbuf (sendcount ignored).
+ * Blocks a rank receives must not overlap in recvbuf: that is an error,
+ * LOOM_ERR_INVALID_ARGUMENT naming the two peers. */
+int loom_alltoallv(const void *sendbuf, const int64_t *sendcounts, const int64_t *sdispls, void *recvbuf,
+                   const int64_t *recvcounts, const int64_t *rdispls, loom_datatype_t type, loom_comm_t comm);
+int loom_allgatherv(const void *sendbuf, int64_t sendcount, void *recvbuf, const int64_t *recvcounts,
+                    const int64_t *displs, loom_datatype_t type, loom_comm_t comm);
 
 /* Nonblocking collectives: progress happens inside loom_test/loom_wait. */
 int loom_iallreduce(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_op_t op,
@@ -376,6 +395,11 @@ int loom_iallgather(const void *sendbuf, void *recvbuf, int64_t count, loom_data
                     loom_request_t *req);
 int loom_ialltoall(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
                    loom_request_t *req);
+int loom_ialltoallv(const void *sendbuf, const int64_t *sendcounts, const int64_t *sdispls, void *recvbuf,
+                    const int64_t *recvcounts, const int64_t *rdispls, loom_datatype_t type, loom_comm_t comm,
+                    loom_request_t *req);
+int loom_iallgatherv(const void *sendbuf, int64_t sendcount, void *recvbuf, const int64_t *recvcounts,
+                     const int64_t *displs, loom_datatype_t type, loom_comm_t comm, loom_request_t *req);
 
 /* Persistent collectives (MPI 4's MPI_Allreduce_init ...): the call is
  * checked and its plan, scratch and bookkeeping made once, here; each
@@ -392,6 +416,14 @@ int loom_allgather_init(const void *sendbuf, void *recvbuf, int64_t count, loom_
                         loom_request_t *req);
 int loom_alltoall_init(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
                        loom_request_t *req);
+/* The counts and displacements are copied at init: changing the arrays
+ * between starts changes nothing (MPI 4 forbids it; Loom runs the call made
+ * at init). */
+int loom_alltoallv_init(const void *sendbuf, const int64_t *sendcounts, const int64_t *sdispls, void *recvbuf,
+                        const int64_t *recvcounts, const int64_t *rdispls, loom_datatype_t type, loom_comm_t comm,
+                        loom_request_t *req);
+int loom_allgatherv_init(const void *sendbuf, int64_t sendcount, void *recvbuf, const int64_t *recvcounts,
+                         const int64_t *displs, loom_datatype_t type, loom_comm_t comm, loom_request_t *req);
 int loom_start(loom_request_t req);
 
 /* Requests. test sets *done and frees a nonblocking request when done; wait

@@ -60,11 +60,12 @@ std::string algorithm_names(Collective c);  // "ring, recursive_doubling, ..." f
 
 // The most bytes a rank may contribute to a shared-slots call (the slots' capacity).
 constexpr size_t kSharedSlotsCapacity = 32768;
-// The shared slots' algorithm for `c` (shared_slots.cpp).
-const AlgorithmInfo &shared_slots_algorithm(Collective c);
+// The shared slots' algorithm for `c` (shared_slots.cpp); null for the
+// vector collectives, whose inputs differ in size from rank to rank.
+const AlgorithmInfo *shared_slots_algorithm(Collective c);
 
 // The node slots' algorithm for `c` (node_slots.cpp); null for alltoall,
-// whose node result differs for every rank.
+// whose node result differs for every rank, and the vector collectives.
 const AlgorithmInfo *node_slots_algorithm(Collective c);
 // Elements a node leader publishes in a node_slots call: the whole reduced
 // vector (every rank's block of a reduce_scatter among them) or the whole output.

@@ -103,7 +103,9 @@ const AlgorithmInfo *node_slots_algorithm(Collective c) {
         case Collective::reduce_scatter: return &kReduceScatterNodeSlots;
         case Collective::reduce_scatter_block: return &kReduceScatterBlockNodeSlots;
         case Collective::allgather: return &kAllgatherNodeSlots;
-        case Collective::alltoall: return nullptr;
+        case Collective::alltoall:
+        case Collective::alltoallv:
+        case Collective::allgatherv: return nullptr;
     }
     return nullptr;
 }

@@ -62,6 +62,11 @@ extern const AlgorithmInfo kReduceScatterCudaIpcDirect;
 extern const AlgorithmInfo kReduceScatterBlockCudaIpcDirect;
 extern const AlgorithmInfo kAllgatherCudaIpcDirect;
 extern const AlgorithmInfo kAlltoallCudaIpcDirect;
+extern const AlgorithmInfo kAlltoallvPairwise;
+extern const AlgorithmInfo kAlltoallvScattered;
+extern const AlgorithmInfo kAllgathervRing;
+extern const AlgorithmInfo kAllgathervBruck;
+extern const AlgorithmInfo kAllgathervDirect;
 
 std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args) {
     const MemoryType runs_on = traits_of(algo.path).memory;
@@ -120,6 +125,11 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAlltoallNodeAggregation,
         &kAlltoallSharedSlots,
         &kAlltoallCudaIpcDirect,
+        &kAlltoallvPairwise,
+        &kAlltoallvScattered,
+        &kAllgathervRing,
+        &kAllgathervBruck,
+        &kAllgathervDirect,
     };
     return list;
 }

@@ -48,15 +48,17 @@ extern const AlgorithmInfo kAlltoallSharedSlots = {
     "every rank publishes its send buffer in shared memory and copies its block of each from there; no messages",
     kRestrictions, not_applicable, nullptr, true, CallPath::shared_slots};
 
-const AlgorithmInfo &shared_slots_algorithm(Collective c) {
+const AlgorithmInfo *shared_slots_algorithm(Collective c) {
     switch (c) {
-        case Collective::allreduce: return kAllreduceSharedSlots;
-        case Collective::reduce_scatter: return kReduceScatterSharedSlots;
-        case Collective::reduce_scatter_block: return kReduceScatterBlockSharedSlots;
-        case Collective::allgather: return kAllgatherSharedSlots;
-        case Collective::alltoall: return kAlltoallSharedSlots;
+        case Collective::allreduce: return &kAllreduceSharedSlots;
+        case Collective::reduce_scatter: return &kReduceScatterSharedSlots;
+        case Collective::reduce_scatter_block: return &kReduceScatterBlockSharedSlots;
+        case Collective::allgather: return &kAllgatherSharedSlots;
+        case Collective::alltoall: return &kAlltoallSharedSlots;
+        case Collective::alltoallv:
+        case Collective::allgatherv: return nullptr;
     }
-    return kAllreduceSharedSlots;
+    return nullptr;
 }
 
 }  // namespace loom

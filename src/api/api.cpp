@@ -210,6 +210,101 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
 }
 
+// One rank's blocks of a vector collective: counts and displacements checked
+// (named `counts_name`[i] and `displs_name`[i] in errors) and copied.
+Status vector_side(const int64_t *counts, const int64_t *displs, const char *counts_name, const char *displs_name,
+                   int p, size_t elem_size, std::vector<size_t> *counts_out, std::vector<size_t> *displs_out) {
+    if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, std::string(counts_name) + " is NULL");
+    if (!displs) return fail(LOOM_ERR_INVALID_ARGUMENT, std::string(displs_name) + " is NULL");
+    counts_out->resize(static_cast<size_t>(p));
+    displs_out->resize(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) {
+        const int64_t c = counts[i], d = displs[i];
+        // The end of the block in bytes: at most 2^63 * 2 * 2^6, no overflow in 128 bits.
+        const unsigned __int128 end =
+            (static_cast<unsigned __int128>(c < 0 ? 0 : c) + static_cast<unsigned __int128>(d < 0 ? 0 : d)) * elem_size;
+        if (c < 0 || d < 0 || end > kMaxBufferBytes) {
+            const std::string at = "[" + std::to_string(i) + "]";
+            if (c < 0) return check_count(c, (counts_name + at).c_str(), elem_size, 1);
+            if (d < 0)
+                return fail(LOOM_ERR_INVALID_ARGUMENT,
+                            std::string(displs_name) + at + " is negative (" + std::to_string(d) + ")");
+            return fail(LOOM_ERR_INVALID_COUNT,
+                        std::string(displs_name) + at + " + " + counts_name + at + " is too large to address");
+        }
+        (*counts_out)[static_cast<size_t>(i)] = static_cast<size_t>(c);
+        (*displs_out)[static_cast<size_t>(i)] = static_cast<size_t>(d);
+    }
+    return LOOM_SUCCESS;
+}
+
+// Received blocks that overlap would be written by two peers: an error naming both.
+Status check_no_overlap(const std::vector<size_t> &counts, const std::vector<size_t> &displs, int me,
+                        const char *counts_name, const char *displs_name) {
+    std::vector<int> order;
+    for (size_t i = 0; i < counts.size(); ++i)
+        if (counts[i]) order.push_back(static_cast<int>(i));
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return displs[x] < displs[y]; });
+    for (size_t k = 1; k < order.size(); ++k) {
+        const int before = order[k - 1], after = order[k];
+        if (displs[before] + counts[before] > displs[after])
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "rank " + std::to_string(me) + ": the blocks from ranks " + std::to_string(before) + " and " +
+                            std::to_string(after) + " overlap in recvbuf (" + displs_name + " " +
+                            std::to_string(displs[before]) + " + " + counts_name + " " +
+                            std::to_string(counts[before]) + " > " + std::to_string(displs[after]) + ")");
+    }
+    return LOOM_SUCCESS;
+}
+
+Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdispls, void *r, const int64_t *rcounts,
+                      const int64_t *rdispls, loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    const size_t elem_size = elem_size_or_one(t);
+    CollArgs a;
+    a.collective = Collective::alltoallv;
+    LOOM_RETURN_IF_ERROR(
+        vector_side(rcounts, rdispls, "recvcounts", "rdispls", p, elem_size, &a.recv_counts, &a.recv_displs));
+    LOOM_RETURN_IF_ERROR(check_no_overlap(a.recv_counts, a.recv_displs, me, "recvcounts", "rdispls"));
+    if (is_in_place(s)) {
+        a.send_counts = a.recv_counts;
+        a.send_displs = a.recv_displs;
+    } else {
+        LOOM_RETURN_IF_ERROR(
+            vector_side(scounts, sdispls, "sendcounts", "sdispls", p, elem_size, &a.send_counts, &a.send_displs));
+        if (a.send_counts[me] != a.recv_counts[me])
+            return fail(LOOM_ERR_INVALID_COUNT, "rank " + std::to_string(me) + " sends itself sendcounts[" +
+                                                    std::to_string(me) + "] = " + std::to_string(a.send_counts[me]) +
+                                                    " elements but expects recvcounts[" + std::to_string(me) +
+                                                    "] = " + std::to_string(a.recv_counts[me]));
+    }
+    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
+}
+
+Status make_allgatherv(const void *s, int64_t count, void *r, const int64_t *rcounts, const int64_t *displs,
+                       loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    const size_t elem_size = elem_size_or_one(t);
+    CollArgs a;
+    a.collective = Collective::allgatherv;
+    LOOM_RETURN_IF_ERROR(
+        vector_side(rcounts, displs, "recvcounts", "displs", p, elem_size, &a.recv_counts, &a.recv_displs));
+    LOOM_RETURN_IF_ERROR(check_no_overlap(a.recv_counts, a.recv_displs, me, "recvcounts", "displs"));
+    if (is_in_place(s)) {
+        a.count = a.recv_counts[me];
+    } else {
+        LOOM_RETURN_IF_ERROR(check_count(count, "sendcount", elem_size, 1));
+        if (static_cast<size_t>(count) != a.recv_counts[me])
+            return fail(LOOM_ERR_INVALID_COUNT, "rank " + std::to_string(me) + " sends sendcount = " +
+                                                    std::to_string(count) + " elements but recvcounts[" +
+                                                    std::to_string(me) + "] = " + std::to_string(a.recv_counts[me]));
+        a.count = static_cast<size_t>(count);
+    }
+    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
+}
+
 // A blocking call shaped like its communicator's last shared-slots call
 // runs straight away (Communicator::repeat_slots); true then, with *rc.
 bool repeated(loom_comm_t comm, Collective c, const void *s, void *r, int64_t count, const int64_t *counts,
@@ -423,6 +518,8 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
         // allreduce's vector is one buffer; the others hold a block per rank.
         LOOM_RETURN_IF_ERROR(check_count(count, "count", elem_size, c == Collective::allreduce ? 1 : impl.size()));
         a.count = static_cast<size_t>(count);
+        a.nranks = impl.size();
+        if (is_vector_collective(c)) set_uniform_blocks(a, a.count);
     }
     return impl.prepare(a, type, in_place != 0, algorithm);
 }
@@ -433,7 +530,8 @@ int loom_comm_last_algorithm(loom_comm_t comm, const char *collective, const cha
     if (!collective || !collective_from_name(collective, &c))
         return fail(LOOM_ERR_INVALID_ARGUMENT,
                     std::string("unknown collective '") + (collective ? collective : "(null)") +
-                        "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall)");
+                        "' (allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall, alltoallv, "
+                        "allgatherv)");
     if (!name) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_last_algorithm: name is NULL");
     *name = comm->impl->last_algorithm(c);
     return LOOM_SUCCESS;
@@ -692,6 +790,35 @@ int loom_ialltoall(const void *s, void *r, int64_t count, loom_datatype_t t, loo
     return with_request(out, [&](Started *req) {
         return make_gather_like(Collective::alltoall, s, r, count, t, comm, req, Launch::nonblocking);
     });
+}
+
+int loom_alltoallv(const void *s, const int64_t *sc, const int64_t *sd, void *r, const int64_t *rc, const int64_t *rd,
+                   loom_datatype_t t, loom_comm_t comm) {
+    return make_alltoallv(s, sc, sd, r, rc, rd, t, comm, nullptr, Launch::blocking);
+}
+int loom_ialltoallv(const void *s, const int64_t *sc, const int64_t *sd, void *r, const int64_t *rc, const int64_t *rd,
+                    loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
+    return with_request(
+        out, [&](Started *req) { return make_alltoallv(s, sc, sd, r, rc, rd, t, comm, req, Launch::nonblocking); });
+}
+int loom_alltoallv_init(const void *s, const int64_t *sc, const int64_t *sd, void *r, const int64_t *rc,
+                        const int64_t *rd, loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
+    return with_request(
+        out, [&](Started *req) { return make_alltoallv(s, sc, sd, r, rc, rd, t, comm, req, Launch::persistent); });
+}
+int loom_allgatherv(const void *s, int64_t count, void *r, const int64_t *rc, const int64_t *displs, loom_datatype_t t,
+                    loom_comm_t comm) {
+    return make_allgatherv(s, count, r, rc, displs, t, comm, nullptr, Launch::blocking);
+}
+int loom_iallgatherv(const void *s, int64_t count, void *r, const int64_t *rc, const int64_t *displs, loom_datatype_t t,
+                     loom_comm_t comm, loom_request_t *out) {
+    return with_request(
+        out, [&](Started *req) { return make_allgatherv(s, count, r, rc, displs, t, comm, req, Launch::nonblocking); });
+}
+int loom_allgatherv_init(const void *s, int64_t count, void *r, const int64_t *rc, const int64_t *displs,
+                         loom_datatype_t t, loom_comm_t comm, loom_request_t *out) {
+    return with_request(
+        out, [&](Started *req) { return make_allgatherv(s, count, r, rc, displs, t, comm, req, Launch::persistent); });
 }
 
 // Stream-ordered: the stream's earlier work first, then the blocking call,

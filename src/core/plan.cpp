@@ -14,6 +14,8 @@ const char *collective_name(Collective c) {
         case Collective::reduce_scatter_block: return "reduce_scatter_block";
         case Collective::allgather: return "allgather";
         case Collective::alltoall: return "alltoall";
+        case Collective::alltoallv: return "alltoallv";
+        case Collective::allgatherv: return "allgatherv";
     }
     return "?";
 }
@@ -230,6 +232,8 @@ size_t CollArgs::input_count() const {
         case Collective::reduce_scatter_block: return count * nranks;
         case Collective::allgather: return count;
         case Collective::alltoall: return count * nranks;
+        case Collective::alltoallv: return extent_of(send_counts, send_displs);
+        case Collective::allgatherv: return count;
     }
     return 0;
 }
@@ -243,12 +247,36 @@ size_t CollArgs::output_count(int rank) const {
         case Collective::reduce_scatter_block: return in_place ? count * nranks : count;
         case Collective::allgather: return count * nranks;
         case Collective::alltoall: return count * nranks;
+        case Collective::alltoallv:
+        case Collective::allgatherv: return extent_of(recv_counts, recv_displs);
     }
     return 0;
 }
 
 size_t CollArgs::in_place_input_offset(int rank) const {
+    if (collective == Collective::allgatherv) return recv_displs[rank];
     return collective == Collective::allgather ? count * rank : 0;
+}
+
+void set_uniform_blocks(CollArgs &a, size_t block) {
+    const size_t p = static_cast<size_t>(a.nranks);
+    a.recv_counts.assign(p, block);
+    a.recv_displs.resize(p);
+    for (size_t r = 0; r < p; ++r) a.recv_displs[r] = r * block;
+    if (a.collective == Collective::alltoallv) {
+        a.send_counts = a.recv_counts;
+        a.send_displs = a.recv_displs;
+        a.count = 0;
+    } else {
+        a.count = block;
+    }
+}
+
+size_t extent_of(const std::vector<size_t> &counts, const std::vector<size_t> &displs) {
+    size_t end = 0;
+    for (size_t i = 0; i < counts.size(); ++i)
+        if (counts[i]) end = std::max(end, displs[i] + counts[i]);
+    return end;
 }
 
 CollArgs::Part CollArgs::reduced_part(int rank) const {
@@ -263,7 +291,11 @@ CollArgs::Part CollArgs::reduced_part(int rank) const {
 std::string CollArgs::describe() const {
     std::ostringstream o;
     o << collective_name(collective) << " p=" << nranks << " count=" << count;
-    if (collective == Collective::reduce_scatter) o << " (varying counts, total " << input_count() << ")";
+    if (collective == Collective::reduce_scatter || collective == Collective::allgatherv)
+        o << " (varying counts, total " << std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0}) << ")";
+    if (collective == Collective::alltoallv)
+        o << " (varying counts, sent " << std::accumulate(send_counts.begin(), send_counts.end(), size_t{0})
+          << ", received " << std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0}) << ")";
     o << " elem=" << elem_size << "B" << (in_place ? " in-place" : "") << (single_node ? " one-node" : "");
     if (memory != MemoryType::host) o << " memory=" << memory_type_name(memory);
     return o.str();

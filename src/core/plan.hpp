@@ -18,8 +18,18 @@ namespace loom {
 
 struct NodeMap;
 
-enum class Collective : uint8_t { allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall };
-constexpr int kCollectiveCount = 5;
+enum class Collective : uint8_t {
+    allreduce,
+    reduce_scatter,
+    reduce_scatter_block,
+    allgather,
+    alltoall,
+    alltoallv,
+    allgatherv
+};
+constexpr int kCollectiveCount = 7;
+// Collectives whose blocks differ per peer, given as counts and displacements.
+inline bool is_vector_collective(Collective c) { return c == Collective::alltoallv || c == Collective::allgatherv; }
 const char *collective_name(Collective c);
 bool collective_from_name(const std::string &name, Collective *out);
 
@@ -216,8 +226,15 @@ struct BlockLayout {
 struct CollArgs {
     Collective collective = Collective::allreduce;
     int nranks = 1;
-    size_t count = 0;                 // allreduce: elements; allgather/alltoall/rs_block: per rank
-    std::vector<size_t> recv_counts;  // reduce_scatter: per rank
+    size_t count = 0;                 // allreduce: elements; allgather/alltoall/rs_block: per rank; allgatherv: sent
+    std::vector<size_t> recv_counts;  // reduce_scatter, allgatherv, alltoallv: per rank
+    // The vector collectives, as MPI passes them, in elements. They describe
+    // the calling rank's buffers only: a plan for rank r is built from rank
+    // r's arguments (and allgatherv's recv_counts, which every rank shares).
+    // In place, alltoallv's send side is its receive side.
+    std::vector<size_t> recv_displs;  // allgatherv, alltoallv: where each peer's block lands
+    std::vector<size_t> send_counts;  // alltoallv: per peer
+    std::vector<size_t> send_displs;  // alltoallv: where each peer's block is read
     size_t elem_size = 1;             // bytes, so algorithms can size segments
     bool in_place = false;
     MemoryType memory = MemoryType::host;  // where the buffers live
@@ -245,5 +262,13 @@ struct CollArgs {
     Part reduced_part(int rank) const;
     std::string describe() const;
 };
+
+// The elements a buffer must hold for blocks of `counts` at `displs`: the
+// furthest end of a nonempty block.
+size_t extent_of(const std::vector<size_t> &counts, const std::vector<size_t> &displs);
+// Makes `a` (a vector collective on a.nranks ranks) a call whose every block
+// holds `block` elements, laid out in rank order: what --explain and
+// loom_comm_prepare describe.
+void set_uniform_blocks(CollArgs &a, size_t block);
 
 }  // namespace loom

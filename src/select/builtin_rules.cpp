@@ -150,7 +150,20 @@ const char *builtin_rules_text() {
     {"collective": "allgather", "memory": "device", "algorithm": ["cuda_ipc_direct"],
      "note": "device buffers on one node: each rank copies every block"},
     {"collective": "alltoall", "memory": "device", "algorithm": ["cuda_ipc_direct"],
-     "note": "device buffers on one node: each rank copies its block of every send buffer"}
+     "note": "device buffers on one node: each rank copies its block of every send buffer"},
+
+    {"collective": "alltoallv",
+     "algorithm": ["scattered", "pairwise"],
+     "note": "every peer at once, a window in flight (a rank knows only its own counts, so no size decides)"},
+    {"collective": "allgatherv", "single_node": true, "comm_size": [1, 8],
+     "algorithm": ["direct", "ring"],
+     "note": "one node of <= 8 ranks: one round"},
+    {"collective": "allgatherv", "total_bytes": [0, "64KiB"],
+     "algorithm": ["bruck", "ring"],
+     "note": "result <= 64 KiB: ceil(lg p) rounds"},
+    {"collective": "allgatherv",
+     "algorithm": ["ring", "bruck"],
+     "note": "result > 64 KiB: bandwidth-bound"}
   ]
 })json";
 }

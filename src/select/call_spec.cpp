@@ -113,6 +113,8 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         case Collective::reduce_scatter:
             a.recv_counts.assign(static_cast<size_t>(np), elems / static_cast<size_t>(np));
             break;
+        case Collective::alltoallv:
+        case Collective::allgatherv: set_uniform_blocks(a, elems); break;
     }
     std::vector<int> labels(static_cast<size_t>(np));
     for (long long r = 0; r < np; ++r) labels[static_cast<size_t>(r)] = static_cast<int>(r / ppn);

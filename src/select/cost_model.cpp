@@ -344,6 +344,8 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
         case Collective::reduce_scatter_block: read = input * model.reduce_us_per_byte; break;
         case Collective::allgather: read = p * input * model.copy_us_per_byte; break;
         case Collective::alltoall: read = input * model.copy_us_per_byte; break;
+        case Collective::alltoallv:
+        case Collective::allgatherv: break;  // the slots do not run them
     }
     const double sync = a.nranks > 1 ? model.shared_memory.alpha_us : 0;
     return input * model.copy_us_per_byte + sync + read;

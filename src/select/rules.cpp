@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -79,6 +80,10 @@ Status field_error(const std::string &origin, size_t index, const std::string &f
 
 }  // namespace
 
+namespace {
+size_t sum_of(const std::vector<size_t> &v) { return std::accumulate(v.begin(), v.end(), size_t{0}); }
+}  // namespace
+
 size_t message_bytes(const CollArgs &a) {
     switch (a.collective) {
         case Collective::allreduce:
@@ -86,6 +91,9 @@ size_t message_bytes(const CollArgs &a) {
         case Collective::alltoall: return a.count * a.elem_size;
         case Collective::reduce_scatter:
         case Collective::reduce_scatter_block: return a.input_count() * a.elem_size;
+        // The vector collectives' mean block, as OSU's size is the block of their fixed forms.
+        case Collective::alltoallv:
+        case Collective::allgatherv: return total_bytes(a) / static_cast<size_t>(std::max(a.nranks, 1));
     }
     return 0;
 }
@@ -97,6 +105,8 @@ size_t total_bytes(const CollArgs &a) {
         case Collective::reduce_scatter_block: return message_bytes(a);
         case Collective::allgather:
         case Collective::alltoall: return message_bytes(a) * static_cast<size_t>(a.nranks);
+        case Collective::alltoallv: return sum_of(a.send_counts) * a.elem_size;
+        case Collective::allgatherv: return sum_of(a.recv_counts) * a.elem_size;
     }
     return 0;
 }
@@ -108,6 +118,8 @@ size_t elements_per_rank(const CollArgs &a) {
         case Collective::reduce_scatter_block: return a.input_count() / static_cast<size_t>(std::max(a.nranks, 1));
         case Collective::allgather:
         case Collective::alltoall: return a.count;
+        case Collective::alltoallv: return sum_of(a.send_counts) / static_cast<size_t>(std::max(a.nranks, 1));
+        case Collective::allgatherv: return sum_of(a.recv_counts) / static_cast<size_t>(std::max(a.nranks, 1));
     }
     return 0;
 }
@@ -156,7 +168,8 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
         if (!e.contains("collective") || !e["collective"].is_string() ||
             !collective_from_name(e["collective"].get<std::string>(), &r.collective))
             return field_error(origin, index, "collective",
-                               "required: one of allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall");
+                               "required: one of allreduce, reduce_scatter, reduce_scatter_block, allgather, alltoall, "
+                               "alltoallv, allgatherv");
         if (e.contains("memory")) {
             MemoryType m;
             const bool named = e["memory"].is_string() && memory_type_from_name(e["memory"].get<std::string>(), &m);
@@ -176,9 +189,16 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
                       {"bytes", &r.bytes, true},
                       {"total_bytes", &r.total_bytes, true},
                       {"elements_per_rank", &r.elements_per_rank, false}};
-        for (const auto &x : ranges)
-            if (e.contains(x.name) && !read_range(e[x.name], x.sizes, x.range, &why))
-                return field_error(origin, index, x.name, why);
+        for (const auto &x : ranges) {
+            if (!e.contains(x.name)) continue;
+            // Every rank must choose alike; an alltoallv rank knows only its own counts.
+            if (r.collective == Collective::alltoallv && x.range != &r.comm_size && x.range != &r.nodes &&
+                x.range != &r.ppn)
+                return field_error(origin, index, x.name,
+                                   "alltoallv's sizes differ from rank to rank, so its rules cannot select on them "
+                                   "(only on comm_size, nodes, ppn, single_node, power_of_two and memory)");
+            if (!read_range(e[x.name], x.sizes, x.range, &why)) return field_error(origin, index, x.name, why);
+        }
         const std::pair<const char *, std::optional<bool> *> flags[] = {{"single_node", &r.single_node},
                                                                         {"power_of_two", &r.power_of_two}};
         for (const auto &[name, flag] : flags) {

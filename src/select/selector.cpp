@@ -62,11 +62,20 @@ const ParamId kParamAlltoallAlgorithm =
     declare_param(ParamSection::algorithms,
                   {"alltoall_algorithm", ParamType::algorithm, "auto", 2, "Alltoall algorithm by name, or auto", 0, 0,
                    Collective::alltoall, nullptr, check_algorithm_name});
+const ParamId kParamAlltoallvAlgorithm =
+    declare_param(ParamSection::algorithms,
+                  {"alltoallv_algorithm", ParamType::algorithm, "auto", 2, "Alltoallv algorithm by name, or auto", 0, 0,
+                   Collective::alltoallv, nullptr, check_algorithm_name});
+const ParamId kParamAllgathervAlgorithm =
+    declare_param(ParamSection::algorithms,
+                  {"allgatherv_algorithm", ParamType::algorithm, "auto", 2, "Allgatherv algorithm by name, or auto", 0,
+                   0, Collective::allgatherv, nullptr, check_algorithm_name});
 
 const std::string &forced_algorithm(const Config &config, Collective c) {
-    static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm, kParamReduceScatterAlgorithm,
+    static const ParamId ids[kCollectiveCount] = {kParamAllreduceAlgorithm,          kParamReduceScatterAlgorithm,
                                                   kParamReduceScatterBlockAlgorithm, kParamAllgatherAlgorithm,
-                                                  kParamAlltoallAlgorithm};
+                                                  kParamAlltoallAlgorithm,           kParamAlltoallvAlgorithm,
+                                                  kParamAllgathervAlgorithm};
     return config.raw(ids[static_cast<int>(c)]);
 }
 
@@ -155,12 +164,12 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
         out->why = with_note("rule " + std::to_string(r->index) + " of " + rules->path, *r);
         return LOOM_SUCCESS;
     }
-    const AlgorithmInfo &slots = shared_slots_algorithm(c);
+    const AlgorithmInfo *slots = shared_slots_algorithm(c);
     const long long slots_max = config.integer(kParamSlotsMaxBytes);
-    if (static_cast<long long>(args.input_count() * args.elem_size) <= slots_max &&
-        slots.not_applicable(args).empty()) {
+    if (slots && static_cast<long long>(args.input_count() * args.elem_size) <= slots_max &&
+        slots->not_applicable(args).empty()) {
         *out = Selection{};
-        out->algorithm = &slots;
+        out->algorithm = slots;
         out->why = "input <= slots_max_bytes (" + std::to_string(slots_max) + ") on one node: shared slots";
         return LOOM_SUCCESS;
     }

@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         a.recv_counts.assign(4, 1000);
         for (size_t count : {size_t{0}, size_t{1} << 10, size_t{1} << 20}) {
             a.count = count;
+            if (is_vector_collective(a.collective)) set_uniform_blocks(a, count);
             for (const Rule *r = match_rule(set, a); r; r = match_rule(set, a, r->index + 1))
                 if (r->algorithms.empty()) std::abort();
         }

@@ -1,5 +1,6 @@
 // CollArgs for a call in tests: collective, ranks, count and element size
-// (reduce_scatter gets `count` for every rank).
+// (reduce_scatter gets `count` for every rank, the vector collectives
+// `count` per block).
 #pragma once
 #include "algorithms/algorithm.hpp"
 #include "core/plan.hpp"
@@ -13,6 +14,7 @@ inline CollArgs args(Collective c, int p, size_t count, size_t elem = 4) {
     a.count = count;
     a.elem_size = elem;
     if (c == Collective::reduce_scatter) a.recv_counts.assign(p, count);
+    if (is_vector_collective(c)) set_uniform_blocks(a, count);  // every block `count`, in rank order
     return a;
 }
 

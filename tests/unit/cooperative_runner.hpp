@@ -24,17 +24,24 @@ struct RankBuffers {
 struct PlanSet {
     const AlgorithmInfo *algo = nullptr;
     CollArgs args;
+    // The vector collectives' calls differ per rank: rank r's, when not empty.
+    std::vector<CollArgs> rank_args;
+    const CollArgs &args_of(int rank) const { return rank_args.empty() ? args : rank_args[rank]; }
     std::vector<std::shared_ptr<const Program>> programs;
     std::string error;  // validation failure, if any
 };
 
-inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs = PlanKnobs()) {
+// `rank_args`, when given, holds each rank's own call (and `args` rank 0's).
+inline PlanSet build_plans(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs = PlanKnobs(),
+                           std::vector<CollArgs> rank_args = {}) {
     PlanSet set;
     set.algo = &algo;
     set.args = args;
+    set.rank_args = std::move(rank_args);
     for (int r = 0; r < args.nranks; ++r) {
-        auto program = std::make_shared<Program>(build_program(algo, args, knobs, r));
-        std::string bad = program->validate(args.input_count(), args.output_count(r));
+        const CollArgs &mine = set.args_of(r);
+        auto program = std::make_shared<Program>(build_program(algo, mine, knobs, r));
+        std::string bad = program->validate(mine.input_count(), mine.output_count(r));
         if (!bad.empty() && set.error.empty()) set.error = "rank " + std::to_string(r) + ": " + bad;
         set.programs.push_back(std::move(program));
     }
@@ -110,13 +117,14 @@ inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<Ra
         eb.scratch = scratch[r].data();
         eb.elem_size = args.elem_size;
         eb.reduce = reduce;
-        const unsigned char *in_place_at = bufs[r].output.data() + args.in_place_input_offset(r) * args.elem_size;
+        const CollArgs &mine = set.args_of(r);
+        const unsigned char *in_place_at = bufs[r].output.data() + mine.in_place_input_offset(r) * args.elem_size;
         if (!args.in_place) {
             eb.input = bufs[r].input.data();
         } else if (set.algo->in_place_aliasing_safe) {
             eb.input = in_place_at;
         } else {
-            snapshot[r].assign(in_place_at, in_place_at + args.input_count() * args.elem_size);
+            snapshot[r].assign(in_place_at, in_place_at + mine.input_count() * args.elem_size);
             eb.input = snapshot[r].data();
         }
         execs.push_back(std::make_unique<Execution>(set.programs[r].get(), *transports[r], 7, eb));

@@ -76,9 +76,15 @@ int32_t expected(const CollArgs &a, int rank, size_t i) {
             for (int r = 0; r < rank; ++r) offset += a.recv_counts[r];
             return rank_sum + p * static_cast<int32_t>(offset + i);
         }
-        case Collective::allgather: return input_value(static_cast<int>(i / a.count), i % a.count);
+        // The vector collectives run here with even blocks in rank order (call_args).
+        case Collective::allgather:
+        case Collective::allgatherv: return input_value(static_cast<int>(i / a.count), i % a.count);
         case Collective::alltoall:
             return input_value(static_cast<int>(i / a.count), static_cast<size_t>(rank) * a.count + i % a.count);
+        case Collective::alltoallv: {
+            const size_t block = a.recv_counts[0];
+            return input_value(static_cast<int>(i / block), static_cast<size_t>(rank) * block + i % block);
+        }
     }
     return 0;
 }
@@ -92,6 +98,7 @@ CollArgs call_args(Collective c, int p, size_t count, bool in_place) {
     a.in_place = in_place;
     if (c == Collective::reduce_scatter)
         for (int r = 0; r < p; ++r) a.recv_counts.push_back(r % 4 == 3 ? 0 : count + r % 2);
+    if (is_vector_collective(c)) set_uniform_blocks(a, count);
     return a;
 }
 
@@ -102,6 +109,8 @@ const char *algorithm_param(Collective c) {
         case Collective::reduce_scatter_block: return "reduce_scatter_block_algorithm";
         case Collective::allgather: return "allgather_algorithm";
         case Collective::alltoall: return "alltoall_algorithm";
+        case Collective::alltoallv: return "alltoallv_algorithm";
+        case Collective::allgatherv: return "allgatherv_algorithm";
     }
     return "";
 }
