@@ -257,51 +257,145 @@ Status check_no_overlap(const std::vector<size_t> &counts, const std::vector<siz
     return LOOM_SUCCESS;
 }
 
+const ParamId kParamCheckVectorCounts = declare_param(
+    ParamSection::diagnostics,
+    {"check_vector_counts", ParamType::integer, "0", 3,
+     "1: before each alltoallv the ranks exchange their counts (an alltoall of one count per peer), before each "
+     "allgatherv they compare their recvcounts (two allreduces), and where counts disagree every rank fails with "
+     "LOOM_ERR_MISMATCH naming the first rank and peer at fault; 0: counts are trusted, as MPI does (a "
+     "disagreement ends in a truncation error, a short block or a wait that hang_timeout reports)",
+     0, 1, Collective::alltoallv});
+
+// The arguments of an alltoallv as this rank passed them, checked.
+Status alltoallv_args(loom_comm_t comm, const void *s, const int64_t *scounts, const int64_t *sdispls,
+                      const int64_t *rcounts, const int64_t *rdispls, loom_datatype_t t, CollArgs *a) {
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    const size_t elem_size = elem_size_or_one(t);
+    a->collective = Collective::alltoallv;
+    LOOM_RETURN_IF_ERROR(
+        vector_side(rcounts, rdispls, "recvcounts", "rdispls", p, elem_size, &a->recv_counts, &a->recv_displs));
+    LOOM_RETURN_IF_ERROR(check_no_overlap(a->recv_counts, a->recv_displs, me, "recvcounts", "rdispls"));
+    if (is_in_place(s)) {
+        a->send_counts = a->recv_counts;
+        a->send_displs = a->recv_displs;
+        return LOOM_SUCCESS;
+    }
+    LOOM_RETURN_IF_ERROR(
+        vector_side(scounts, sdispls, "sendcounts", "sdispls", p, elem_size, &a->send_counts, &a->send_displs));
+    if (a->send_counts[me] != a->recv_counts[me])
+        return fail(LOOM_ERR_INVALID_COUNT, "rank " + std::to_string(me) + " sends itself sendcounts[" +
+                                                std::to_string(me) + "] = " + std::to_string(a->send_counts[me]) +
+                                                " elements but expects recvcounts[" + std::to_string(me) +
+                                                "] = " + std::to_string(a->recv_counts[me]));
+    return LOOM_SUCCESS;
+}
+
+// The arguments of an allgatherv as this rank passed them, checked.
+Status allgatherv_args(loom_comm_t comm, const void *s, int64_t count, const int64_t *rcounts, const int64_t *displs,
+                       loom_datatype_t t, CollArgs *a) {
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    const size_t elem_size = elem_size_or_one(t);
+    a->collective = Collective::allgatherv;
+    LOOM_RETURN_IF_ERROR(
+        vector_side(rcounts, displs, "recvcounts", "displs", p, elem_size, &a->recv_counts, &a->recv_displs));
+    LOOM_RETURN_IF_ERROR(check_no_overlap(a->recv_counts, a->recv_displs, me, "recvcounts", "displs"));
+    if (is_in_place(s)) {
+        a->count = a->recv_counts[me];
+        return LOOM_SUCCESS;
+    }
+    LOOM_RETURN_IF_ERROR(check_count(count, "sendcount", elem_size, 1));
+    if (static_cast<size_t>(count) != a->recv_counts[me])
+        return fail(LOOM_ERR_INVALID_COUNT,
+                    "rank " + std::to_string(me) + " sends sendcount = " + std::to_string(count) +
+                        " elements but recvcounts[" + std::to_string(me) + "] = " + std::to_string(a->recv_counts[me]));
+    a->count = static_cast<size_t>(count);
+    return LOOM_SUCCESS;
+}
+
+// check_vector_counts: the ranks agree on the first fault any of them found
+// and all fail alike. A rank whose own arguments are bad (`local`) comes
+// first, as its rank; then disagreements, as p + rank * p + index. `what`
+// describes a disagreement at (rank, index) with this rank's knowledge.
+template <typename Describe>
+Status agree_on_faults(loom_comm_t comm, Status local, int64_t mine, Describe what) {
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
+    if (local != LOOM_SUCCESS) mine = me;
+    int64_t first = INT64_MAX;
+    LOOM_RETURN_IF_ERROR(loom_allreduce(&mine, &first, 1, LOOM_INT64, LOOM_MIN, comm));
+    if (first == INT64_MAX) return LOOM_SUCCESS;
+    if (local != LOOM_SUCCESS) return fail(local, local_message);
+    if (first < p)
+        return fail(LOOM_ERR_MISMATCH, "rank " + std::to_string(first) +
+                                           " passed invalid arguments (its own error names them; check_vector_counts)");
+    first -= p;
+    return fail(LOOM_ERR_MISMATCH, what(static_cast<int>(first / p), static_cast<int>(first % p)));
+}
+
+// A disagreement's code for agree_on_faults.
+int64_t disagreement(int p, int rank, int index) { return p + static_cast<int64_t>(rank) * p + index; }
+
+// check_vector_counts for alltoallv: what each peer sends this rank against
+// what this rank expects from it.
+Status check_alltoallv_counts(loom_comm_t comm, Status local, CollArgs &a) {
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    a.send_counts.resize(static_cast<size_t>(p));  // a rank with bad arguments says it sends nothing
+    std::vector<int64_t> sends(static_cast<size_t>(p), 0), sent_to_me(static_cast<size_t>(p));
+    if (local == LOOM_SUCCESS) std::copy(a.send_counts.begin(), a.send_counts.end(), sends.begin());
+    const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
+    LOOM_RETURN_IF_ERROR(loom_alltoall(sends.data(), sent_to_me.data(), 1, LOOM_INT64, comm));
+    if (local != LOOM_SUCCESS) (void)fail(local, local_message);
+    int64_t mine = INT64_MAX;
+    for (int i = 0; local == LOOM_SUCCESS && i < p && mine == INT64_MAX; ++i)
+        if (static_cast<size_t>(sent_to_me[i]) != a.recv_counts[i]) mine = disagreement(p, me, i);
+    return agree_on_faults(comm, local, mine, [&](int at, int peer) {
+        std::string why = "alltoallv counts disagree (check_vector_counts): rank " + std::to_string(at) +
+                          " expects recvcounts[" + std::to_string(peer) + "]";
+        if (at == me)
+            return why + " = " + std::to_string(a.recv_counts[peer]) + " elements from rank " + std::to_string(peer) +
+                   ", which sends it " + std::to_string(sent_to_me[peer]);
+        return why + " elements from rank " + std::to_string(peer) + ", which sends it another count";
+    });
+}
+
+// check_vector_counts for allgatherv: every rank's recvcounts alike.
+Status check_allgatherv_counts(loom_comm_t comm, Status local, const CollArgs &a) {
+    const int p = comm->impl->size(), me = comm->impl->rank();
+    std::vector<int64_t> mine(static_cast<size_t>(p), 0), largest(static_cast<size_t>(p));
+    if (local == LOOM_SUCCESS) std::copy(a.recv_counts.begin(), a.recv_counts.end(), mine.begin());
+    const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
+    LOOM_RETURN_IF_ERROR(loom_allreduce(mine.data(), largest.data(), p, LOOM_INT64, LOOM_MAX, comm));
+    if (local != LOOM_SUCCESS) (void)fail(local, local_message);
+    int64_t flagged = INT64_MAX;
+    for (int i = 0; local == LOOM_SUCCESS && i < p && flagged == INT64_MAX; ++i)
+        if (mine[i] != largest[i]) flagged = disagreement(p, me, i);
+    return agree_on_faults(comm, local, flagged, [&](int at, int index) {
+        std::string why = "allgatherv counts disagree (check_vector_counts): rank " + std::to_string(at) +
+                          " has recvcounts[" + std::to_string(index) + "]";
+        if (at == me) why += " = " + std::to_string(mine[index]);
+        return why + " where another rank has " + std::to_string(largest[index]);
+    });
+}
+
+bool checks_vector_counts(loom_comm_t comm) { return comm->impl->config().integer(kParamCheckVectorCounts) != 0; }
+
 Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdispls, void *r, const int64_t *rcounts,
                       const int64_t *rdispls, loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
-    const int p = comm->impl->size(), me = comm->impl->rank();
-    const size_t elem_size = elem_size_or_one(t);
     CollArgs a;
-    a.collective = Collective::alltoallv;
-    LOOM_RETURN_IF_ERROR(
-        vector_side(rcounts, rdispls, "recvcounts", "rdispls", p, elem_size, &a.recv_counts, &a.recv_displs));
-    LOOM_RETURN_IF_ERROR(check_no_overlap(a.recv_counts, a.recv_displs, me, "recvcounts", "rdispls"));
-    if (is_in_place(s)) {
-        a.send_counts = a.recv_counts;
-        a.send_displs = a.recv_displs;
-    } else {
-        LOOM_RETURN_IF_ERROR(
-            vector_side(scounts, sdispls, "sendcounts", "sdispls", p, elem_size, &a.send_counts, &a.send_displs));
-        if (a.send_counts[me] != a.recv_counts[me])
-            return fail(LOOM_ERR_INVALID_COUNT, "rank " + std::to_string(me) + " sends itself sendcounts[" +
-                                                    std::to_string(me) + "] = " + std::to_string(a.send_counts[me]) +
-                                                    " elements but expects recvcounts[" + std::to_string(me) +
-                                                    "] = " + std::to_string(a.recv_counts[me]));
-    }
+    const Status local = alltoallv_args(comm, s, scounts, sdispls, rcounts, rdispls, t, &a);
+    if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_alltoallv_counts(comm, local, a));
+    LOOM_RETURN_IF_ERROR(local);
     return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
 }
 
 Status make_allgatherv(const void *s, int64_t count, void *r, const int64_t *rcounts, const int64_t *displs,
                        loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
-    const int p = comm->impl->size(), me = comm->impl->rank();
-    const size_t elem_size = elem_size_or_one(t);
     CollArgs a;
-    a.collective = Collective::allgatherv;
-    LOOM_RETURN_IF_ERROR(
-        vector_side(rcounts, displs, "recvcounts", "displs", p, elem_size, &a.recv_counts, &a.recv_displs));
-    LOOM_RETURN_IF_ERROR(check_no_overlap(a.recv_counts, a.recv_displs, me, "recvcounts", "displs"));
-    if (is_in_place(s)) {
-        a.count = a.recv_counts[me];
-    } else {
-        LOOM_RETURN_IF_ERROR(check_count(count, "sendcount", elem_size, 1));
-        if (static_cast<size_t>(count) != a.recv_counts[me])
-            return fail(LOOM_ERR_INVALID_COUNT, "rank " + std::to_string(me) + " sends sendcount = " +
-                                                    std::to_string(count) + " elements but recvcounts[" +
-                                                    std::to_string(me) + "] = " + std::to_string(a.recv_counts[me]));
-        a.count = static_cast<size_t>(count);
-    }
+    const Status local = allgatherv_args(comm, s, count, rcounts, displs, t, &a);
+    if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_allgatherv_counts(comm, local, a));
+    LOOM_RETURN_IF_ERROR(local);
     return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
 }
 

@@ -188,6 +188,77 @@ int main(int argc, char **argv) {
     expect(loom_comm_set_nodes(comm, labels, size, 1), LOOM_ERR_INVALID_ARGUMENT, "before the communicator's first",
            "node map after collectives ran");
 
+    /* The vector collectives: every rank passes the same bad arguments, so
+     * every rank fails at once, naming the array and entry. */
+    int64_t ones[64], zeros[64], along[64], wide[64];
+    for (int i = 0; i < 64; ++i) ones[i] = 1, zeros[i] = 0, along[i] = i, wide[i] = 2 * i;
+    expect(loom_alltoallv(buf, ones, along, out, NULL, along, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT,
+           "recvcounts is NULL", "alltoallv null recvcounts");
+    expect(loom_alltoallv(buf, ones, NULL, out, ones, along, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT,
+           "sdispls is NULL", "alltoallv null sdispls");
+    bad_counts[size - 1] = -2;
+    for (int i = 0; i < size - 1; ++i) bad_counts[i] = 1;
+    expect(loom_alltoallv(buf, bad_counts, along, out, ones, along, LOOM_INT, comm), LOOM_ERR_INVALID_COUNT,
+           "sendcounts[", "alltoallv negative sendcount");
+    along[size - 1] = -1;
+    expect(loom_alltoallv(buf, ones, wide, out, ones, along, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT, "rdispls[",
+           "alltoallv negative rdispl");
+    along[size - 1] = size - 1;
+    if (size >= 2)
+        expect(loom_alltoallv(buf, ones, along, out, ones, zeros, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT,
+               "overlap in recvbuf", "alltoallv receive blocks overlapping");
+    int64_t single[64];
+    for (int i = 0; i < 64; ++i) single[i] = 1;
+    ones[rank] = 3;
+    expect(loom_alltoallv(buf, ones, wide, out, single, wide, LOOM_INT, comm), LOOM_ERR_INVALID_COUNT, "sends itself",
+           "alltoallv sendcounts[rank] differing from recvcounts[rank]");
+    ones[rank] = 1;
+    expect(loom_allgatherv(buf, 2, out, ones, along, LOOM_INT, comm), LOOM_ERR_INVALID_COUNT, "sendcount = 2",
+           "allgatherv sendcount differing from recvcounts[rank]");
+    expect(loom_allgatherv(buf, 1, out, ones, NULL, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT, "displs is NULL",
+           "allgatherv null displs");
+    if (size >= 2)
+        expect(loom_allgatherv(buf, 1, out, ones, zeros, LOOM_INT, comm), LOOM_ERR_INVALID_ARGUMENT,
+               "overlap in recvbuf", "allgatherv receive blocks overlapping");
+    /* check_vector_counts: counts that disagree between ranks (which only an
+     * exchange can see) fail on every rank, naming the rank and its peer; a
+     * bad argument on one rank fails the others too instead of leaving them
+     * waiting; and the communicator works on. */
+    expect(loom_comm_set_param(comm, "check_vector_counts", "1"), LOOM_SUCCESS, NULL, "check_vector_counts on");
+    int64_t expects[64];
+    for (int i = 0; i < 64; ++i) expects[i] = 1;
+    if (size >= 2) {
+        if (rank == 0) expects[1] = 2; /* rank 1 sends 1 */
+        expect(loom_alltoallv(buf, ones, along, out, expects, wide, LOOM_INT, comm), LOOM_ERR_MISMATCH,
+               rank == 0 ? "rank 0 expects recvcounts[1] = 2 elements from rank 1, which sends it 1"
+                         : "rank 0 expects recvcounts[1] elements from rank 1",
+               "alltoallv counts disagreeing between sender and receiver (check_vector_counts)");
+        expects[1] = 1;
+        if (rank == 1) expects[0] = 2;
+        expect(loom_allgatherv(buf, 1, out, expects, wide, LOOM_INT, comm), LOOM_ERR_MISMATCH,
+               rank == 0 ? "rank 0 has recvcounts[0] = 1 where another rank has 2"
+                         : "rank 0 has recvcounts[0] where another rank has 2",
+               "allgatherv recvcounts differing between ranks (check_vector_counts)");
+        expects[0] = 1;
+        if (rank == size - 1) expects[0] = -1;
+        expect(loom_alltoallv(buf, ones, along, out, expects, wide, LOOM_INT, comm),
+               rank == size - 1 ? LOOM_ERR_INVALID_COUNT : LOOM_ERR_MISMATCH,
+               rank == size - 1 ? "recvcounts[0] is negative" : "passed invalid arguments",
+               "alltoallv with a bad count on one rank (check_vector_counts)");
+        expects[0] = 1;
+    }
+    for (int i = 0; i < 64; ++i) buf[i] = rank * 100 + i;
+    for (int i = 0; i < 64 * 8; ++i) out[i] = -1;
+    expect(loom_alltoallv(buf, ones, along, out, ones, wide, LOOM_INT, comm), LOOM_SUCCESS, NULL,
+           "alltoallv after the failed checks");
+    for (int i = 0; i < size; ++i)
+        if (out[wide[i]] != i * 100 + rank) {
+            ++failures;
+            fprintf(stderr, "[rank %d] FAIL: alltoallv after the checks: block %d is %d, want %d\n", rank, i,
+                    out[wide[i]], i * 100 + rank);
+        }
+    expect(loom_comm_set_param(comm, "check_vector_counts", "0"), LOOM_SUCCESS, NULL, "check_vector_counts off");
+
     expect(loom_comm_free(&comm), LOOM_SUCCESS, NULL, "free");
     expect(loom_comm_free(&comm), LOOM_ERR_INVALID_ARGUMENT, "NULL", "double free is an error, not a crash");
 
