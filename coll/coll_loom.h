@@ -1,7 +1,7 @@
 /*
  * coll/loom: the Open MPI 4.1 coll component that hands Allreduce,
- * Reduce_scatter(_block), Allgather and Alltoall (blocking, nonblocking and
- * persistent) to libloom, and everything else, or anything libloom cannot
+ * Reduce_scatter(_block), Allgather(v) and Alltoall(v) (blocking, nonblocking
+ * and persistent) to libloom, and everything else, or anything libloom cannot
  * do, to the module below it. C only: Open MPI's internal headers are not
  * valid C++; libloom is reached through its C API (loom.h).
  */
@@ -29,16 +29,20 @@ BEGIN_C_DECLS
  *             loom_<name>/loom_i<name>, and the name in statistics and parameters
  *   NAME      its enum coll_loom_collective, COLL_LOOM_<NAME>
  *   shape     its MPI arguments before comm: REDUCE (count, dtype, op), REDUCE_V (rcounts,
- *             dtype, op) or MOVE (scount, sdtype, rcount, rdtype); see COLL_LOOM_PARAMS_*
+ *             dtype, op), MOVE (scount, sdtype, rcount, rdtype), MOVE_V (scounts, sdisps,
+ *             sdtype, rcounts, rdisps, rdtype) or GATHER_V (scount, sdtype, rcounts, disps,
+ *             rdtype); see COLL_LOOM_PARAMS_*
  *   in_place  1: sbuf == rbuf means in place (Open MPI's own communicator code passes that)
  *   ranks     the blocking form's statistics count count x P (comm size) or count x 1 elements
- *             (a request counts its count either way) */
+ *             (a request counts its count either way; the vector shapes count what this rank sends) */
 #define COLL_LOOM_COLLECTIVES(X)                                \
     X(allreduce, ALLREDUCE, REDUCE, 1, 1)                       \
     X(reduce_scatter, REDUCE_SCATTER, REDUCE_V, 0, 1)           \
     X(reduce_scatter_block, REDUCE_SCATTER_BLOCK, REDUCE, 0, P) \
     X(allgather, ALLGATHER, MOVE, 0, 1)                         \
-    X(alltoall, ALLTOALL, MOVE, 0, P)
+    X(alltoall, ALLTOALL, MOVE, 0, P)                           \
+    X(alltoallv, ALLTOALLV, MOVE_V, 0, 1)                       \
+    X(allgatherv, ALLGATHERV, GATHER_V, 0, 1)
 
 /* The MPI arguments of each shape, as in Open MPI's slot types. */
 #define COLL_LOOM_PARAMS_REDUCE \
@@ -47,6 +51,12 @@ BEGIN_C_DECLS
     const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op
 #define COLL_LOOM_PARAMS_MOVE \
     const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype
+#define COLL_LOOM_PARAMS_MOVE_V                                                                          \
+    const void *sbuf, const int *scounts, const int *sdisps, struct ompi_datatype_t *sdtype, void *rbuf, \
+        const int *rcounts, const int *rdisps, struct ompi_datatype_t *rdtype
+#define COLL_LOOM_PARAMS_GATHER_V                                                                                   \
+    const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *disps, \
+        struct ompi_datatype_t *rdtype
 
 /* The three slots of a collective: blocking, nonblocking (i), persistent (_init). */
 #define COLL_LOOM_SIGNATURE_BLOCKING(name, shape) \
@@ -59,7 +69,7 @@ BEGIN_C_DECLS
                                     struct ompi_info_t *info, ompi_request_t **request,         \
                                     mca_coll_base_module_t *module)
 
-/* COLL_LOOM_SLOTS expands COLL_LOOM_SLOT(slot) for each of the 15 slots, in
+/* COLL_LOOM_SLOTS expands COLL_LOOM_SLOT(slot) for each of the 21 slots, in
  * the order of coll_loom_previous_t (blocking, nonblocking, persistent);
  * define COLL_LOOM_SLOT first, #undef it after. */
 #define COLL_LOOM_SLOT_B(name, ...) COLL_LOOM_SLOT(name)
@@ -122,7 +132,8 @@ typedef struct mca_coll_loom_module_t {
     loom_comm_t loom;
     loom_shm_inbox_t shm_inbox; /* created in enable, attached when loom is made */
     int *node_labels;           /* per rank of comm: equal for ranks of one node */
-    int64_t *counts64;          /* reduce_scatter's counts for libloom, one per rank */
+    int64_t *counts64;          /* four rows of one entry per rank: the counts and displacements of
+                                   reduce_scatter, alltoallv and allgatherv, widened for libloom */
     char **applied;             /* per parameter changeable at run time: the value libloom has */
     unsigned calls_unsynced;    /* calls since the parameters were last compared (mca_coll_loom_sync_params) */
     /* The last accepted MPI datatype and (datatype, op) pair, converted, and
@@ -235,18 +246,30 @@ int mca_coll_loom_below_reduce_v(enum coll_loom_collective c, mca_coll_base_modu
                                  struct ompi_communicator_t *comm);
 int mca_coll_loom_below_move(enum coll_loom_collective c, mca_coll_base_module_allgather_fn_t fn,
                              mca_coll_base_module_t *below, COLL_LOOM_PARAMS_MOVE, struct ompi_communicator_t *comm);
+int mca_coll_loom_below_move_v(enum coll_loom_collective c, mca_coll_base_module_alltoallv_fn_t fn,
+                               mca_coll_base_module_t *below, COLL_LOOM_PARAMS_MOVE_V,
+                               struct ompi_communicator_t *comm);
+int mca_coll_loom_below_gather_v(enum coll_loom_collective c, mca_coll_base_module_allgatherv_fn_t fn,
+                                 mca_coll_base_module_t *below, COLL_LOOM_PARAMS_GATHER_V,
+                                 struct ompi_communicator_t *comm);
 void mca_coll_loom_print_stats(loom_comm_t world);
 
 /* requests: nonblocking and persistent collectives */
+/* The per-rank arrays of a call, as MPI passed them; NULL where it has none. */
+typedef struct {
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+} coll_loom_vectors_t;
 /* Creates the request of a nonblocking (started now) or persistent (started
  * by MPI_Start) call. `sbuf` is MPI_IN_PLACE for an in-place call (the
- * caller applies the table's in_place); `rcounts` is reduce_scatter's, else NULL.
+ * caller applies the table's in_place); `vectors` are reduce_scatter's,
+ * alltoallv's and allgatherv's arrays, else NULL.
  * Returns OMPI_SUCCESS, MPI_ERR_OTHER when the communicator was abandoned
  * under hang_abort (an error for the caller), or OMPI_ERROR when libloom
  * refuses the call (the module below takes it). */
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c, const void *sbuf,
-                                            void *rbuf, int64_t count, const int *rcounts, loom_datatype_t type,
-                                            loom_op_t op, bool persistent, ompi_request_t **request);
+                                            void *rbuf, int64_t count, const coll_loom_vectors_t *vectors,
+                                            loom_datatype_t type, loom_op_t op, bool persistent,
+                                            ompi_request_t **request);
 void mca_coll_loom_progress_fini(void);
 bool mca_coll_loom_in_progress_callback(void);
 

@@ -78,6 +78,41 @@ static bool movement_args(mca_coll_loom_module_t *m, const void *sbuf, int scoun
     return true;
 }
 
+/* alltoallv/allgatherv: one element type on both sides (or in place); the
+ * counts are libloom's to check. */
+static bool movement_v_args(mca_coll_loom_module_t *m, const void *sbuf, struct ompi_datatype_t *sdtype,
+                            struct ompi_datatype_t *rdtype, loom_datatype_t *type, enum coll_loom_fallback *why) {
+    if (!loom_type(m, rdtype, type)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    if (sbuf != MPI_IN_PLACE && sdtype != rdtype) {
+        *why = COLL_LOOM_FALLBACK_MISMATCHED_TYPES;
+        return false;
+    }
+    if (sbuf == MPI_IN_PLACE && sdtype && !ompi_datatype_is_predefined(sdtype)) {
+        *why = COLL_LOOM_FALLBACK_DATATYPE;
+        return false;
+    }
+    return true;
+}
+
+/* MPI's int array widened into one of the module's rows; returns its sum. */
+static size_t widen(const int *from, int64_t *to, int p) {
+    size_t total = 0;
+    for (int i = 0; i < p; ++i) {
+        to[i] = from[i];
+        total += (size_t)(from[i] > 0 ? from[i] : 0);
+    }
+    return total;
+}
+
+static size_t sum_of(const int *counts, int p) {
+    size_t total = 0;
+    for (int i = 0; i < p; ++i) total += (size_t)(counts[i] > 0 ? counts[i] : 0);
+    return total;
+}
+
 /* The statistics' element size: the module keeps the last type's (loom_type). */
 static size_t type_size(mca_coll_loom_module_t *m, loom_datatype_t t) {
     if (m->known_dtype && t == m->known_type) return m->known_size;
@@ -120,18 +155,26 @@ static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int
 #define COLL_LOOM_ARGS_REDUCE sbuf, rbuf, count, dtype, op
 #define COLL_LOOM_ARGS_REDUCE_V sbuf, rbuf, rcounts, dtype, op
 #define COLL_LOOM_ARGS_MOVE sbuf, scount, sdtype, rbuf, rcount, rdtype
+#define COLL_LOOM_ARGS_MOVE_V sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype
+#define COLL_LOOM_ARGS_GATHER_V sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype
 
 /* The checks: true when Loom can take the call, else they set why. A
  * movement has no op; its requests are given LOOM_SUM, which they ignore. */
 #define COLL_LOOM_LOP_DECL_REDUCE loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_REDUCE_V loom_op_t lop;
 #define COLL_LOOM_LOP_DECL_MOVE
+#define COLL_LOOM_LOP_DECL_MOVE_V
+#define COLL_LOOM_LOP_DECL_GATHER_V
 #define COLL_LOOM_CHECK_REDUCE reduction_args(m, dtype, op, &type, &lop, &why)
 #define COLL_LOOM_CHECK_REDUCE_V reduction_args(m, dtype, op, &type, &lop, &why)
 #define COLL_LOOM_CHECK_MOVE movement_args(m, sbuf, scount, sdtype, rcount, rdtype, &type, &why)
+#define COLL_LOOM_CHECK_MOVE_V movement_v_args(m, sbuf, sdtype, rdtype, &type, &why)
+#define COLL_LOOM_CHECK_GATHER_V movement_v_args(m, sbuf, sdtype, rdtype, &type, &why)
 #define COLL_LOOM_LOP_REDUCE lop
 #define COLL_LOOM_LOP_REDUCE_V lop
 #define COLL_LOOM_LOP_MOVE LOOM_SUM
+#define COLL_LOOM_LOP_MOVE_V LOOM_SUM
+#define COLL_LOOM_LOP_GATHER_V LOOM_SUM
 
 /* A null buffer where the call has elements to read or write: an error
  * (MPI_ERR_BUFFER), not a call for the module below, which would crash on
@@ -145,11 +188,20 @@ static bool null_buffer_v(const void *sbuf, void *rbuf, const int *rcounts, stru
 #define COLL_LOOM_NULL_REDUCE (count > 0 && (!sbuf || !rbuf))
 #define COLL_LOOM_NULL_REDUCE_V null_buffer_v(sbuf, rbuf, rcounts, comm)
 #define COLL_LOOM_NULL_MOVE ((!rbuf && rcount > 0) || (!sbuf && scount > 0))
+#define COLL_LOOM_NULL_MOVE_V                                \
+    ((!rbuf && sum_of(rcounts, ompi_comm_size(comm)) > 0) || \
+     (!sbuf && scounts && sum_of(scounts, ompi_comm_size(comm)) > 0))
+#define COLL_LOOM_NULL_GATHER_V ((!sbuf && scount > 0) || (!rbuf && sum_of(rcounts, ompi_comm_size(comm)) > 0))
 
 /* A request's count and counts (mca_coll_loom_request_start_nonblocking). */
 #define COLL_LOOM_COUNTS_REDUCE count, NULL
-#define COLL_LOOM_COUNTS_REDUCE_V 0, rcounts
+#define COLL_LOOM_COUNTS_REDUCE_V \
+    0, &(const coll_loom_vectors_t) { NULL, NULL, rcounts, NULL }
 #define COLL_LOOM_COUNTS_MOVE rcount, NULL
+#define COLL_LOOM_COUNTS_MOVE_V \
+    0, &(const coll_loom_vectors_t) { scounts, sdisps, rcounts, rdisps }
+#define COLL_LOOM_COUNTS_GATHER_V \
+    scount, &(const coll_loom_vectors_t) { NULL, NULL, rcounts, disps }
 
 /* A blocking call: runs loom_<name>, sets rc and the bytes the statistics
  * count (count x ranks x element size; reduce_scatter: the counts' sum x
@@ -171,6 +223,24 @@ static bool null_buffer_v(const void *sbuf, void *rbuf, const int *rcounts, stru
 #define COLL_LOOM_RUN_MOVE(name, send, ranks)            \
     rc = loom_##name(send, rbuf, rcount, type, m->loom); \
     bytes = (size_t)rcount * (ranks)*type_size(m, type)
+/* In place the send arrays are not read (MPI lets them be anything). */
+#define COLL_LOOM_RUN_MOVE_V(name, send, ranks)                                          \
+    const int p = ompi_comm_size(comm);                                                  \
+    int64_t *row = m->counts64;                                                          \
+    const size_t received = widen(rcounts, row + 2 * p, p);                              \
+    widen(rdisps, row + 3 * p, p);                                                       \
+    const bool in_place_v = (send) == MPI_IN_PLACE;                                      \
+    const size_t sent = in_place_v ? received : widen(scounts, row, p);                  \
+    if (!in_place_v) widen(sdisps, row + p, p);                                          \
+    rc = loom_##name(send, row, row + p, rbuf, row + 2 * p, row + 3 * p, type, m->loom); \
+    bytes = sent * type_size(m, type)
+#define COLL_LOOM_RUN_GATHER_V(name, send, ranks)                      \
+    const int p = ompi_comm_size(comm);                                \
+    int64_t *row = m->counts64;                                        \
+    widen(rcounts, row, p);                                            \
+    widen(disps, row + p, p);                                          \
+    rc = loom_##name(send, scount, rbuf, row, row + p, type, m->loom); \
+    bytes = (size_t)((send) == MPI_IN_PLACE ? rcounts[ompi_comm_rank(comm)] : scount) * type_size(m, type)
 
 /* The table's columns in_place and ranks. */
 #define COLL_LOOM_SEND(in_place) ((in_place) && sbuf == rbuf ? MPI_IN_PLACE : sbuf)
@@ -181,10 +251,14 @@ static bool null_buffer_v(const void *sbuf, void *rbuf, const int *rcounts, stru
 #define COLL_LOOM_BELOW_REDUCE mca_coll_loom_below_reduce
 #define COLL_LOOM_BELOW_REDUCE_V mca_coll_loom_below_reduce_v
 #define COLL_LOOM_BELOW_MOVE mca_coll_loom_below_move
+#define COLL_LOOM_BELOW_MOVE_V mca_coll_loom_below_move_v
+#define COLL_LOOM_BELOW_GATHER_V mca_coll_loom_below_gather_v
 /* Any buffer of the call on the device. */
 #define COLL_LOOM_ON_DEVICE_REDUCE (mca_coll_loom_on_device(sbuf) || mca_coll_loom_on_device(rbuf))
 #define COLL_LOOM_ON_DEVICE_REDUCE_V COLL_LOOM_ON_DEVICE_REDUCE
 #define COLL_LOOM_ON_DEVICE_MOVE COLL_LOOM_ON_DEVICE_REDUCE
+#define COLL_LOOM_ON_DEVICE_MOVE_V COLL_LOOM_ON_DEVICE_REDUCE
+#define COLL_LOOM_ON_DEVICE_GATHER_V COLL_LOOM_ON_DEVICE_REDUCE
 
 /* ------------------------------------------------------------------ */
 /* the common paths, one per form */

@@ -130,7 +130,7 @@ static const char *component_value(const char *wanted) {
 }
 
 static bool set_up(mca_coll_loom_module_t *m, struct ompi_communicator_t *comm) {
-    m->counts64 = malloc(sizeof(int64_t) * (size_t)ompi_comm_size(comm));
+    m->counts64 = malloc(sizeof(int64_t) * 4 * (size_t)ompi_comm_size(comm));
     if (!m->counts64) return false;
     mca_coll_loom_find_nodes(m, comm);
     mca_coll_loom_shm_create_inbox(m, comm);

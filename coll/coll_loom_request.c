@@ -22,8 +22,9 @@ typedef struct mca_coll_loom_request_t {
     enum coll_loom_collective collective;
     const void *sbuf;
     void *rbuf;
-    int64_t count;
-    int64_t *counts;
+    int64_t count;   /* the call's count; the vector shapes: what this rank sends (statistics) */
+    int64_t *vector; /* four rows of one entry per rank, widened: send counts and displacements,
+                        receive counts and displacements (those the call has); else NULL */
     loom_datatype_t type;
     loom_op_t op;
 } mca_coll_loom_request_t;
@@ -94,9 +95,15 @@ static int activate(mca_coll_loom_request_t *r) {
     return OMPI_SUCCESS;
 }
 
+/* Row k (0 send counts, 1 send displacements, 2 receive counts, 3 receive
+ * displacements) of the request's arrays. */
+static int64_t *row(const mca_coll_loom_request_t *r, int k) {
+    return r->vector + (size_t)k * (size_t)ompi_comm_size(r->module->comm);
+}
+
 /* Starts the libloom collective of `r`. Written out rather than generated
- * from COLL_LOOM_COLLECTIVES: five cases and no default make GCC emit a jump
- * table, dearer per call than this compare tree. */
+ * from COLL_LOOM_COLLECTIVES: cases with a default make GCC emit a compare
+ * tree, cheaper per call than the jump table it emits without one. */
 static int start_one(mca_coll_loom_request_t *r) {
     loom_comm_t lc = r->module->loom;
     int rc;
@@ -108,7 +115,14 @@ static int start_one(mca_coll_loom_request_t *r) {
             rc = loom_iallreduce(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
             break;
         case COLL_LOOM_REDUCE_SCATTER:
-            rc = loom_ireduce_scatter(r->sbuf, r->rbuf, r->counts, r->type, r->op, lc, &r->running);
+            rc = loom_ireduce_scatter(r->sbuf, r->rbuf, row(r, 2), r->type, r->op, lc, &r->running);
+            break;
+        case COLL_LOOM_ALLTOALLV:
+            rc =
+                loom_ialltoallv(r->sbuf, row(r, 0), row(r, 1), r->rbuf, row(r, 2), row(r, 3), r->type, lc, &r->running);
+            break;
+        case COLL_LOOM_ALLGATHERV:
+            rc = loom_iallgatherv(r->sbuf, r->count, r->rbuf, row(r, 2), row(r, 3), r->type, lc, &r->running);
             break;
         case COLL_LOOM_REDUCE_SCATTER_BLOCK:
             rc = loom_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->running);
@@ -140,7 +154,12 @@ static int init_one(mca_coll_loom_request_t *r) {
         case COLL_LOOM_ALLREDUCE:
             return loom_allreduce_init(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->persistent);
         case COLL_LOOM_REDUCE_SCATTER:
-            return loom_reduce_scatter_init(r->sbuf, r->rbuf, r->counts, r->type, r->op, lc, &r->persistent);
+            return loom_reduce_scatter_init(r->sbuf, r->rbuf, row(r, 2), r->type, r->op, lc, &r->persistent);
+        case COLL_LOOM_ALLTOALLV:
+            return loom_alltoallv_init(r->sbuf, row(r, 0), row(r, 1), r->rbuf, row(r, 2), row(r, 3), r->type, lc,
+                                       &r->persistent);
+        case COLL_LOOM_ALLGATHERV:
+            return loom_allgatherv_init(r->sbuf, r->count, r->rbuf, row(r, 2), row(r, 3), r->type, lc, &r->persistent);
         case COLL_LOOM_REDUCE_SCATTER_BLOCK:
             return loom_reduce_scatter_block_init(r->sbuf, r->rbuf, r->count, r->type, r->op, lc, &r->persistent);
         case COLL_LOOM_ALLGATHER: return loom_allgather_init(r->sbuf, r->rbuf, r->count, r->type, lc, &r->persistent);
@@ -170,7 +189,7 @@ static int request_free(ompi_request_t **request) {
      * buffer half written. */
     while (r->running) opal_progress();
     if (r->persistent) loom_request_free(&r->persistent);
-    free(r->counts);
+    free(r->vector);
     OMPI_REQUEST_FINI(&r->super);
     OBJ_RELEASE(r);
     *request = MPI_REQUEST_NULL;
@@ -184,9 +203,27 @@ static int request_cancel(ompi_request_t *request, int complete) {
     return MPI_ERR_REQUEST; /* collectives cannot be cancelled (MPI 4.0, 3.7.3) */
 }
 
+/* The request's copy of the call's arrays, widened (libloom takes 64-bit
+ * counts; a restart needs them after the caller's may be gone); its count
+ * for the statistics. An in-place alltoallv's send arrays are not read. */
+static int keep_vectors(mca_coll_loom_request_t *r, const coll_loom_vectors_t *v) {
+    const int p = ompi_comm_size(r->module->comm);
+    r->vector = calloc(4 * (size_t)(p > 0 ? p : 1), sizeof(int64_t));
+    if (!r->vector) return OMPI_ERR_OUT_OF_RESOURCE;
+    const bool in_place = r->sbuf == MPI_IN_PLACE;
+    const int *rows[4] = {in_place ? NULL : v->scounts, in_place ? NULL : v->sdispls, v->rcounts, v->rdispls};
+    int64_t sums[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4; ++k)
+        for (int i = 0; rows[k] && i < p; ++i) sums[k] += row(r, k)[i] = rows[k][i];
+    if (r->collective == COLL_LOOM_REDUCE_SCATTER) r->count = sums[2];
+    if (r->collective == COLL_LOOM_ALLTOALLV) r->count = in_place ? sums[2] : sums[0];
+    return OMPI_SUCCESS;
+}
+
 int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll_loom_collective c, const void *sbuf,
-                                            void *rbuf, int64_t count, const int *rcounts, loom_datatype_t type,
-                                            loom_op_t op, bool persistent, ompi_request_t **request) {
+                                            void *rbuf, int64_t count, const coll_loom_vectors_t *vectors,
+                                            loom_datatype_t type, loom_op_t op, bool persistent,
+                                            ompi_request_t **request) {
     mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
     OMPI_REQUEST_INIT(&r->super, persistent);
@@ -203,19 +240,13 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     r->sbuf = sbuf; /* MPI_IN_PLACE already where sbuf == rbuf means in place (the table's in_place) */
     r->rbuf = rbuf;
     r->count = count;
-    r->counts = NULL;
+    r->vector = NULL;
     r->type = type;
     r->op = op;
-    if (rcounts) { /* libloom takes 64-bit counts; the request keeps them for restarts */
-        const int p = ompi_comm_size(m->comm);
-        r->counts = malloc(sizeof(int64_t) * (size_t)(p > 0 ? p : 1));
-        if (!r->counts) {
-            OMPI_REQUEST_FINI(&r->super);
-            OBJ_RELEASE(r);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        r->count = 0;
-        for (int i = 0; i < p; ++i) r->count += r->counts[i] = rcounts[i];
+    if (vectors && keep_vectors(r, vectors) != OMPI_SUCCESS) {
+        OMPI_REQUEST_FINI(&r->super);
+        OBJ_RELEASE(r);
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
     int rc = LOOM_SUCCESS;
     if (persistent) {
@@ -236,7 +267,7 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
         else if (mca_coll_loom_component.verbose >= 1 || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
             fprintf(stderr, "coll/loom: %s (handing the call to the previous module)\n", loom_last_error());
         if (!error_class) mca_coll_loom_count_fallback(c, COLL_LOOM_FALLBACK_LOOM_ERROR);
-        free(r->counts);
+        free(r->vector);
         OMPI_REQUEST_FINI(&r->super);
         OBJ_RELEASE(r);
         return error_class ? error_class : OMPI_ERROR;

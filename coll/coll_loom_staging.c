@@ -145,3 +145,44 @@ int mca_coll_loom_below_move(enum coll_loom_collective c, mca_coll_base_module_a
         rc = fn(in_place ? sbuf : staged(&s), scount, sdtype, staged(&r), rcount, rdtype, comm, below);
     return unstage_call(&s, &r, rc);
 }
+
+/* The elements a buffer of blocks `counts` at `displs` spans. */
+static size_t extent_of(const int *counts, const int *displs, int p) {
+    size_t end = 0;
+    for (int i = 0; i < p; ++i)
+        if (counts[i] > 0 && (size_t)displs[i] + (size_t)counts[i] > end) end = (size_t)displs[i] + (size_t)counts[i];
+    return end;
+}
+
+int mca_coll_loom_below_move_v(enum coll_loom_collective c, mca_coll_base_module_alltoallv_fn_t fn,
+                               mca_coll_base_module_t *below, const void *sbuf, const int *scounts, const int *sdisps,
+                               struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdisps,
+                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm) {
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    if (!call_on_device(sbuf, rbuf, in_place))
+        return fn(sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype, comm, below);
+    const int p = ompi_comm_size(comm);
+    const size_t out = extent_of(rcounts, rdisps, p);
+    coll_loom_stage_t s, r;
+    int rc =
+        stage_call(c, &s, sbuf, in_place ? 0 : extent_of(scounts, sdisps, p), sdtype, &r, rbuf, out, rdtype, in_place);
+    if (rc == OMPI_SUCCESS)
+        rc =
+            fn(in_place ? sbuf : staged(&s), scounts, sdisps, sdtype, staged(&r), rcounts, rdisps, rdtype, comm, below);
+    return unstage_call(&s, &r, rc);
+}
+
+int mca_coll_loom_below_gather_v(enum coll_loom_collective c, mca_coll_base_module_allgatherv_fn_t fn,
+                                 mca_coll_base_module_t *below, const void *sbuf, int scount,
+                                 struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *disps,
+                                 struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm) {
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    if (!call_on_device(sbuf, rbuf, in_place))
+        return fn(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, below);
+    coll_loom_stage_t s, r;
+    int rc = stage_call(c, &s, sbuf, in_place ? 0 : (size_t)scount, sdtype, &r, rbuf,
+                        extent_of(rcounts, disps, ompi_comm_size(comm)), rdtype, in_place);
+    if (rc == OMPI_SUCCESS)
+        rc = fn(in_place ? sbuf : staged(&s), scount, sdtype, staged(&r), rcounts, disps, rdtype, comm, below);
+    return unstage_call(&s, &r, rc);
+}

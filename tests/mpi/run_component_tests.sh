@@ -190,9 +190,9 @@ for np in 1 2 3 4 5; do
     # One node: small messages take the one-round algorithms (a single rank
     # has no shared memory and keeps the general rules).
     if [ "$np" -eq 1 ]; then
-        run "$np" "default selection" "allreduce=recursive_doubling reduce_scatter=recursive_halving alltoall=scattered"
+        run "$np" "default selection" "allreduce=recursive_doubling reduce_scatter=recursive_halving alltoall=scattered alltoallv=scattered allgatherv=bruck"
     else
-        run "$np" "default selection" "allreduce=direct reduce_scatter=pairwise allgather=direct alltoall=scattered"
+        run "$np" "default selection" "allreduce=direct reduce_scatter=pairwise allgather=direct alltoall=scattered alltoallv=scattered allgatherv=direct"
     fi
     # Every algorithm of every collective, forced by name (the node-aware
     # ones on this one node too); as many runs as the longest list.

@@ -1,7 +1,7 @@
 /* coll/loom through plain MPI calls: run under
  *   mpirun --mca coll_loom_priority 100 --mca coll_loom_stats 1 ...
  * Blocking, nonblocking and persistent forms of Allreduce, Reduce_scatter,
- * Reduce_scatter_block, Allgather and Alltoall on MPI_COMM_WORLD, a dup, an
+ * Reduce_scatter_block, Allgather(v) and Alltoall(v) on MPI_COMM_WORLD, a dup, an
  * odd/even split with reversed order and size-1 communicators; many
  * outstanding nonblocking collectives on several communicators completed in
  * random order; MPI_Cancel refused; calls Loom must hand back (user-defined
@@ -231,6 +231,84 @@ static void movement_case(MPI_Comm comm, int count, int in_place, int mode, int 
     free(in), free(out);
 }
 
+/* Alltoallv and allgatherv: uneven blocks (some empty) in scattered
+ * layouts; what rank i sends rank j is symmetric, as an in-place alltoallv needs. */
+static int pair_count(int n, int i, int j) { return n == 0 || (i + j) % 5 == 4 ? 0 : n + (i + j) % 3; }
+static int place(const int *counts, int size, int reverse, int gap, int *displs) {
+    int at = 0;
+    for (int k = 0; k < size; ++k) {
+        const int b = reverse ? size - 1 - k : k;
+        at += gap;
+        displs[b] = at;
+        at += counts[b];
+    }
+    return at;
+}
+
+static void vector_case(MPI_Comm comm, int n, int in_place, int mode, int alltoallv) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *sc = calloc((size_t)size, sizeof(int)), *sd = calloc((size_t)size, sizeof(int));
+    int *rc = calloc((size_t)size, sizeof(int)), *rd = calloc((size_t)size, sizeof(int));
+    int *peer_c = calloc((size_t)size, sizeof(int)), *peer_d = calloc((size_t)size, sizeof(int));
+    for (int i = 0; i < size; ++i) {
+        sc[i] = alltoallv ? pair_count(n, rank, i) : 0;
+        rc[i] = alltoallv ? pair_count(n, i, rank) : (i % 4 == 3 ? 0 : n + i % 3);
+    }
+    const int sends = alltoallv ? place(sc, size, 0, 2, sd) : rc[rank];
+    const int receives = place(rc, size, 1, 1, rd);
+    double *in = malloc(sizeof(double) * (sends + 1)), *out = malloc(sizeof(double) * (receives + 1));
+    for (int i = 0; i < sends; ++i) in[i] = rank * 100000.0 + i;
+    for (int i = 0; i <= receives; ++i) out[i] = -1;
+    if (in_place && alltoallv)
+        for (int i = 0; i < receives; ++i) out[i] = rank * 100000.0 + i;
+    if (in_place && !alltoallv) memcpy(out + rd[rank], in, sizeof(double) * rc[rank]);
+    const void *s = in_place ? MPI_IN_PLACE : in;
+    MPI_Request req;
+    if (alltoallv) {
+        if (mode == BLOCKING) MPI_Alltoallv(s, sc, sd, MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm);
+        else if (mode == NONBLOCKING) MPI_Ialltoallv(s, sc, sd, MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm, &req);
+        else {
+            MPIX_Alltoallv_init(s, sc, sd, MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm, MPI_INFO_NULL, &req);
+            MPI_Start(&req);
+        }
+    } else {
+        if (mode == BLOCKING) MPI_Allgatherv(s, rc[rank], MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm);
+        else if (mode == NONBLOCKING) MPI_Iallgatherv(s, rc[rank], MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm, &req);
+        else {
+            MPIX_Allgatherv_init(s, rc[rank], MPI_DOUBLE, out, rc, rd, MPI_DOUBLE, comm, MPI_INFO_NULL, &req);
+            MPI_Start(&req);
+        }
+    }
+    complete(&req, mode);
+    for (int r = 0; r < size; ++r) {
+        /* Where rank r read the block it sent here. */
+        int from = 0;
+        if (alltoallv) {
+            for (int j = 0; j < size; ++j) peer_c[j] = pair_count(n, r, j);
+            if (in_place) {
+                for (int i = 0; i < size; ++i) peer_c[i] = pair_count(n, i, r);
+                place(peer_c, size, 1, 1, peer_d);
+            } else {
+                place(peer_c, size, 0, 2, peer_d);
+            }
+            from = peer_d[rank];
+        }
+        for (int i = 0; i < rc[r]; ++i)
+            if (out[rd[r] + i] != r * 100000.0 + from + i) {
+                CHECK(0, "%s %s%s p=%d n=%d from rank %d element %d: %g, want %g", mode_name[mode],
+                      alltoallv ? "alltoallv" : "allgatherv", in_place ? " in place" : "", size, n, r, i,
+                      out[rd[r] + i], r * 100000.0 + from + i);
+                r = size;
+                break;
+            }
+    }
+    CHECK(out[receives] == -1, "%s %s wrote past the receive buffer", mode_name[mode],
+          alltoallv ? "alltoallv" : "allgatherv");
+    free(sc), free(sd), free(rc), free(rd), free(peer_c), free(peer_d), free(in), free(out);
+}
+
 static void all_cases(MPI_Comm comm) {
     int size;
     MPI_Comm_size(comm, &size);
@@ -244,6 +322,8 @@ static void all_cases(MPI_Comm comm) {
                 reduce_scatter_case(comm, counts[k] / size, in_place, mode, 1);
                 movement_case(comm, counts[k] / size, in_place, mode, 0);
                 movement_case(comm, counts[k] / size / 2, in_place, mode, 1);
+                vector_case(comm, counts[k] / size / 2, in_place, mode, 1);
+                vector_case(comm, counts[k] / size, in_place, mode, 0);
             }
 }
 
