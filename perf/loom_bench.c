@@ -1,6 +1,7 @@
 /*
  * loom-bench: OSU-style latency benchmark for Allreduce, Reduce_scatter,
- * Reduce_scatter_block, Allgather, Alltoall and their nonblocking forms.
+ * Reduce_scatter_block, Allgather(v), Alltoall(v) and their nonblocking
+ * forms; the vector collectives carry token-routing traffic (moe_traffic.h).
  * It calls plain MPI functions (measuring whichever coll component Open MPI
  * selected, coll/loom included) or, with --api loom, libloom directly.
  * Flags, headers, columns and the overlap formula follow the OSU
@@ -16,11 +17,19 @@
 #include <string.h>
 
 #include "coll_loom_priority.h"
+#include "moe_traffic.h"
 
-enum coll { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, NCOLL };
-static const char *coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall"};
-static const char *coll_titles[] = {"Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Allgather",
-                                    "All-to-All Personalized Exchange"};
+enum coll { ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, ALLGATHER, ALLTOALL, ALLTOALLV, ALLGATHERV, NCOLL };
+static const char *coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block", "allgather", "alltoall",
+                                   "alltoallv", "allgatherv"};
+static const char *coll_titles[] = {"Allreduce",
+                                    "Reduce_scatter",
+                                    "Reduce_scatter_block",
+                                    "Allgather",
+                                    "All-to-All Personalized Exchange",
+                                    "All-to-Allv Personalized Exchange",
+                                    "Allgatherv"};
+static int is_vector(enum coll c) { return c == ALLTOALLV || c == ALLGATHERV; }
 
 struct type_case {
     const char *flag, *mpi_name;
@@ -41,6 +50,7 @@ struct options {
     double link_gbit; /* per-node network bandwidth for the % of bound column; 0: none */
     int nodes;        /* for the bound: nodes the ranks are spread over */
     const char *csv, *json, *types;
+    traffic_t traffic; /* alltoallv, allgatherv: --traffic, --seed */
 };
 
 static int rank, size;
@@ -50,15 +60,31 @@ static loom_comm_t lc;
 static MPI_Comm bench_comm;
 static MPI_Comm default_comm = MPI_COMM_NULL, loom_side_comm = MPI_COMM_NULL;
 static int64_t *counts64; /* reduce_scatter's counts for libloom: allocated once, not in the timed loop */
+/* The vector collectives' call at the current size, made before it is
+ * timed: the whole traffic matrix (allgatherv: the shards in row 0), this
+ * rank's arrays for MPI and for libloom, in rank order without gaps. */
+static struct {
+    int64_t *matrix;
+    int *sc, *sd, *rc, *rd;
+    int64_t *sc64, *sd64, *rc64, *rd64;
+    size_t send, recv;    /* this rank's elements */
+    double largest, mean; /* blocks (shards), for the header */
+    int hottest;          /* the rank the largest block goes to (whose shard is largest) */
+} vc;
 static FILE *csv, *json;
 static int json_first = 1;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: loom-bench COLLECTIVE [options]\n"
-            "  COLLECTIVE  allreduce reduce_scatter reduce_scatter_block allgather alltoall,\n"
-            "              or the nonblocking form with an i in front (iallreduce ...)\n"
-            "  -m [MIN:]MAX  message sizes in bytes (default 1:1048576; per rank, per block for alltoall)\n"
+            "  COLLECTIVE  allreduce reduce_scatter reduce_scatter_block allgather alltoall alltoallv\n"
+            "              allgatherv, or the nonblocking form with an i in front (iallreduce ...)\n"
+            "  -m [MIN:]MAX  message sizes in bytes (default 1:1048576; per rank, per block for alltoall,\n"
+            "                the mean block for alltoallv, the mean shard for allgatherv)\n"
+            "  --traffic T   alltoallv/allgatherv: uniform (default), zipf:S (expert popularity 1/r^S),\n"
+            "                skew:R (every other rank R times the rest) or, alltoallv, topk:K[:CF[:S]]\n"
+            "                (512 tokens per rank routed to K experts, capacity factor CF, gate bias S)\n"
+            "  --seed N      the traffic's seed (default 1), printed with it\n"
             "  -i ITERS      timed iterations (default 1000; 100 above 8 KiB)\n"
             "  -x WARMUP     warm-up iterations (default 200; 10 above 8 KiB)\n"
             "  -f            full output: min, max latency and iterations\n"
@@ -91,6 +117,8 @@ static int parse_args(int argc, char **argv, struct options *o) {
     o->types = "mpi_char";
     o->windows = 20;
     o->window_us = 2000;
+    const char *traffic_text = "uniform";
+    uint64_t seed = 1;
     if (argc < 2) return 0;
     const char *c = argv[1];
     if (c[0] == 'i') {
@@ -154,6 +182,12 @@ static int parse_args(int argc, char **argv, struct options *o) {
         } else if (!strcmp(a, "--json") && v) {
             o->json = v;
             ++i;
+        } else if (!strcmp(a, "--traffic") && v) {
+            traffic_text = v;
+            ++i;
+        } else if (!strcmp(a, "--seed") && v) {
+            seed = strtoull(v, NULL, 10);
+            ++i;
         } else if (!strcmp(a, "--interleave-default")) {
             o->interleave_default = 1;
         } else if (!strcmp(a, "--windows") && v) {
@@ -169,6 +203,14 @@ static int parse_args(int argc, char **argv, struct options *o) {
     if (o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->iters < 1 || o->warmup < 0 || o->nodes < 1 ||
         o->test_calls < 0 || o->windows < 1 || !(o->window_us > 0))
         return 0;
+    char why[512];
+    if (!traffic_parse(traffic_text, seed, &o->traffic, why, sizeof why) ||
+        (o->coll == ALLGATHERV && o->traffic.kind == TRAFFIC_TOPK)) {
+        if (rank == 0)
+            fprintf(stderr, "loom-bench: %s\n",
+                    o->traffic.kind == TRAFFIC_TOPK ? "allgatherv has shards, not routed tokens: no topk" : why);
+        return 0;
+    }
     return 1;
 }
 
@@ -180,6 +222,7 @@ static int count_for(const struct options *o, long bytes, int type_size) {
 }
 
 static size_t send_elems(const struct options *o, int count) {
+    if (is_vector(o->coll)) return vc.send;
     switch (o->coll) {
         case REDUCE_SCATTER:
         case REDUCE_SCATTER_BLOCK:
@@ -189,6 +232,7 @@ static size_t send_elems(const struct options *o, int count) {
 }
 
 static size_t recv_elems(const struct options *o, int count) {
+    if (is_vector(o->coll)) return vc.recv;
     switch (o->coll) {
         case ALLGATHER:
         case ALLTOALL: return (size_t)count * size;
@@ -212,6 +256,12 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
                     rc = loom_ireduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc, lreq);
                     break;
                 case ALLGATHER: rc = loom_iallgather(sb, rb, c64, t->loom, lc, lreq); break;
+                case ALLTOALLV:
+                    rc = loom_ialltoallv(sb, vc.sc64, vc.sd64, rb, vc.rc64, vc.rd64, t->loom, lc, lreq);
+                    break;
+                case ALLGATHERV:
+                    rc = loom_iallgatherv(sb, vc.rc64[rank], rb, vc.rc64, vc.rd64, t->loom, lc, lreq);
+                    break;
                 default: rc = loom_ialltoall(sb, rb, c64, t->loom, lc, lreq); break;
             }
         } else {
@@ -220,6 +270,8 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
                 case REDUCE_SCATTER: rc = loom_reduce_scatter(sb, rb, counts64, t->loom, LOOM_SUM, lc); break;
                 case REDUCE_SCATTER_BLOCK: rc = loom_reduce_scatter_block(sb, rb, c64, t->loom, LOOM_SUM, lc); break;
                 case ALLGATHER: rc = loom_allgather(sb, rb, c64, t->loom, lc); break;
+                case ALLTOALLV: rc = loom_alltoallv(sb, vc.sc64, vc.sd64, rb, vc.rc64, vc.rd64, t->loom, lc); break;
+                case ALLGATHERV: rc = loom_allgatherv(sb, vc.rc64[rank], rb, vc.rc64, vc.rd64, t->loom, lc); break;
                 default: rc = loom_alltoall(sb, rb, c64, t->loom, lc); break;
             }
         }
@@ -236,6 +288,8 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
             case REDUCE_SCATTER: return MPI_Ireduce_scatter(sb, rb, counts, t->mpi, MPI_SUM, w, req);
             case REDUCE_SCATTER_BLOCK: return MPI_Ireduce_scatter_block(sb, rb, count, t->mpi, MPI_SUM, w, req);
             case ALLGATHER: return MPI_Iallgather(sb, count, t->mpi, rb, count, t->mpi, w, req);
+            case ALLTOALLV: return MPI_Ialltoallv(sb, vc.sc, vc.sd, t->mpi, rb, vc.rc, vc.rd, t->mpi, w, req);
+            case ALLGATHERV: return MPI_Iallgatherv(sb, vc.rc[rank], t->mpi, rb, vc.rc, vc.rd, t->mpi, w, req);
             default: return MPI_Ialltoall(sb, count, t->mpi, rb, count, t->mpi, w, req);
         }
     }
@@ -244,6 +298,8 @@ static int start(const struct options *o, const struct type_case *t, void *sb, v
         case REDUCE_SCATTER: return MPI_Reduce_scatter(sb, rb, counts, t->mpi, MPI_SUM, w);
         case REDUCE_SCATTER_BLOCK: return MPI_Reduce_scatter_block(sb, rb, count, t->mpi, MPI_SUM, w);
         case ALLGATHER: return MPI_Allgather(sb, count, t->mpi, rb, count, t->mpi, w);
+        case ALLTOALLV: return MPI_Alltoallv(sb, vc.sc, vc.sd, t->mpi, rb, vc.rc, vc.rd, t->mpi, w);
+        case ALLGATHERV: return MPI_Allgatherv(sb, vc.rc[rank], t->mpi, rb, vc.rc, vc.rd, t->mpi, w);
         default: return MPI_Alltoall(sb, count, t->mpi, rb, count, t->mpi, w);
     }
 }
@@ -307,7 +363,16 @@ static double value_at(const struct type_case *t, const void *buf, size_t i) {
     return ((const float *)buf)[i];
 }
 
-/* Expected element i of this rank's output. */
+/* Where rank r's block for rank j starts in r's send buffer (the layout is
+ * in rank order without gaps, so every rank can tell). */
+static size_t sent_from(int r, int j) {
+    size_t at = 0;
+    for (int k = 0; k < j; ++k) at += (size_t)vc.matrix[(size_t)r * size + k];
+    return at;
+}
+
+/* Expected element i of this rank's output (not the vector collectives':
+ * check() compares those block by block). */
 static double expected(const struct options *o, int count, size_t i) {
     double sum = 0;
     switch (o->coll) {
@@ -363,7 +428,15 @@ static int check(const struct options *o, const struct type_case *t, void *sb, v
     one_call(o, t, sb, rb, count, counts);
     if (o->device) copy_or_die(out, rb, out_bytes);
     int bad = 0;
-    for (size_t i = 0; i < recv_elems(o, count) && !bad; ++i) bad = value_at(t, out, i) != expected(o, count, i);
+    if (is_vector(o->coll)) { /* block by block: expected() would search for each element's */
+        for (int r = 0; r < size && !bad; ++r) {
+            const size_t from = o->coll == ALLTOALLV ? sent_from(r, rank) : 0;
+            for (int e = 0; e < vc.rc[r] && !bad; ++e)
+                bad = value_at(t, out, (size_t)vc.rd[r] + e) != pattern(r, from + (size_t)e);
+        }
+    }
+    for (size_t i = 0; i < recv_elems(o, count) && !bad && !is_vector(o->coll); ++i)
+        bad = value_at(t, out, i) != expected(o, count, i);
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return !any;
@@ -388,10 +461,80 @@ static double bound_us(const struct options *o, double total_bytes) {
     return factor * total_bytes * 8 / (o->link_gbit * 1e3);
 }
 
+/* The least time the vector collectives' traffic needs on a network of
+ * link_gbit per node, the ranks on the nodes consecutively: every node's
+ * bytes leaving it and entering it each over its links; the slowest node
+ * decides. An allgatherv shard must leave its node at least once and enter
+ * every other. */
+static double vector_bound_us(const struct options *o, size_t type_size) {
+    if (o->link_gbit <= 0 || o->nodes < 2) return 0;
+    double worst = 0;
+    for (int n = 0; n < o->nodes; ++n) {
+        double out = 0, in = 0;
+        for (int i = 0; i < size; ++i) {
+            const int from = (int)((long)i * o->nodes / size);
+            for (int j = 0; j < size; ++j) {
+                const int to = (int)((long)j * o->nodes / size);
+                const double b = (double)vc.matrix[(size_t)i * size + j];
+                if (o->coll == ALLGATHERV) {
+                    if (j == 0 && from == n) out += b;
+                    if (j == 0 && from != n) in += b;
+                } else if (from != to) {
+                    if (from == n) out += b;
+                    if (to == n) in += b;
+                }
+            }
+        }
+        if (out > worst) worst = out;
+        if (in > worst) worst = in;
+    }
+    return worst * (double)type_size * 8 / (o->link_gbit * 1e3);
+}
+
+/* The call at `count` elements (the vector collectives: this rank's arrays
+ * for the traffic at a mean block of `count`), made before it is timed;
+ * 0 when a displacement would not fit MPI's int. */
+static int prepare_vector_call(const struct options *o, long count) {
+    const size_t p = (size_t)size;
+    if (o->coll == ALLTOALLV) {
+        traffic_matrix(&o->traffic, size, count, vc.matrix);
+    } else {
+        traffic_shards(&o->traffic, size, count, vc.matrix);
+        for (size_t i = p; i-- > 0;) /* every rank sends its shard to every rank */
+            for (size_t j = 0; j < p; ++j) vc.matrix[i * p + j] = vc.matrix[i];
+    }
+    int64_t sent = 0, received = 0, largest = 0, total = 0;
+    for (size_t j = 0; j < p; ++j) {
+        const int64_t out = vc.matrix[(size_t)rank * p + j], in = vc.matrix[j * p + (size_t)rank];
+        if (sent > INT32_MAX - out || received > INT32_MAX - in) return 0;
+        vc.sc[j] = (int)out;
+        vc.sd[j] = (int)sent;
+        vc.rc[j] = (int)in;
+        vc.rd[j] = (int)received;
+        vc.sc64[j] = out, vc.sd64[j] = sent, vc.rc64[j] = in, vc.rd64[j] = received;
+        sent += out;
+        received += in;
+    }
+    for (size_t k = 0; k < p * p; ++k) {
+        if (o->coll == ALLGATHERV && k % p) continue;
+        total += vc.matrix[k];
+        if (vc.matrix[k] > largest) {
+            largest = vc.matrix[k];
+            vc.hottest = (int)(o->coll == ALLGATHERV ? k / p : k % p);
+        }
+    }
+    vc.send = o->coll == ALLGATHERV ? (size_t)vc.rc[rank] : (size_t)sent;
+    vc.recv = (size_t)received;
+    vc.largest = (double)largest;
+    vc.mean = (double)total / (double)(o->coll == ALLGATHERV ? p : p * p);
+    return 1;
+}
+
 /* One row of results: latencies in us averaged over the ranks. */
 struct row {
     long bytes;
     double avg, mn, mx, comp, pure;
+    double total_bytes, bound_us; /* S as nccl-tests counts it, and the time the network needs for it */
     int iters, valid;
 };
 
@@ -413,11 +556,8 @@ static void print_header(const struct options *o) {
  * names the side measured. */
 static void emit(const struct options *o, const struct type_case *t, const struct row *r, const char *api) {
     const double avg = r->avg;
-    /* S as nccl-tests counts it: the whole vector (allreduce), the whole
-     * input (reduce-scatter) or the whole output (allgather, alltoall). */
-    const double total = (double)r->bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
-    const double algbw = total / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
-    const double bound = bound_us(o, total);
+    const double algbw = r->total_bytes / (avg * 1e-6) / 1e9, busbw = algbw * bus_factor(o);
+    const double bound = r->bound_us;
     /* OSU's overlap: max(0, 100 - 100 (overall - compute) / pure). */
     double overlap = o->nonblocking && r->pure > 0 ? 100 - 100 * (avg - r->comp) / r->pure : 0;
     if (overlap < 0) overlap = 0;
@@ -548,7 +688,12 @@ static void measure_interleaved(const struct options *o, const struct type_case 
 }
 
 static void run_type(const struct options *o, const struct type_case *t) {
-    const size_t cap_elems = (size_t)(o->max_bytes / t->size + 1) * size + 16;
+    size_t cap_elems = (size_t)(o->max_bytes / t->size + 1) * size + 16;
+    /* The vector collectives' traffic grows with the size: the largest's decides. */
+    if (is_vector(o->coll) && prepare_vector_call(o, count_for(o, o->max_bytes, t->size))) {
+        const size_t need = (vc.send > vc.recv ? vc.send : vc.recv) + 16;
+        if (need > cap_elems) cap_elems = need;
+    }
     void *sb = NULL, *rb = NULL;
     if (o->device) {
         if (loom_device_alloc(cap_elems * t->size, &sb) != LOOM_SUCCESS ||
@@ -574,6 +719,13 @@ static void run_type(const struct options *o, const struct type_case *t) {
         printf("# Loom loom-bench %s%s Latency Test (OSU 7.2 format, %s)\n", o->nonblocking ? "Non-blocking " : "",
                coll_titles[o->coll], o->loom_api ? "libloom API" : "MPI calls");
         printf("# Datatype: %s.\n", t->mpi_name);
+        if (is_vector(o->coll)) {
+            char text[256];
+            traffic_describe(&o->traffic, text, sizeof text);
+            printf("# Traffic: %s; at the largest size the largest %s (%s rank %d) is %.2f x the mean.\n", text,
+                   o->coll == ALLTOALLV ? "block" : "shard", o->coll == ALLTOALLV ? "to" : "of", vc.hottest,
+                   vc.mean > 0 ? vc.largest / vc.mean : 0);
+        }
         if (o->device) printf("# Buffers: device memory (-d cuda; %s).\n", loom_cuda_state());
         if (o->interleave_default)
             printf(
@@ -589,6 +741,10 @@ static void run_type(const struct options *o, const struct type_case *t) {
         const int count = count_for(o, bytes, t->size);
         if (count == 0) continue;
         for (int r = 0; r < size; ++r) counts[r] = count;
+        if (is_vector(o->coll) && !prepare_vector_call(o, count)) {
+            if (rank == 0) fprintf(stderr, "loom-bench: %ld bytes: a displacement would not fit MPI's int\n", bytes);
+            break;
+        }
         const int large = bytes > 8192;
         const int iters = large ? o->iters_large : o->iters, warmup = large ? o->warmup_large : o->warmup;
         struct row *r = rows + 2 * nrows;
@@ -600,6 +756,16 @@ static void run_type(const struct options *o, const struct type_case *t) {
         for (int side = 0; side < sides; ++side) {
             r[side].bytes = bytes;
             r[side].valid = 1;
+            /* S as nccl-tests counts it: the whole vector (allreduce), the
+             * whole input (reduce-scatter) or the whole output (allgather,
+             * alltoall); for alltoallv what a rank sends on average. */
+            if (is_vector(o->coll)) {
+                r[side].total_bytes = vc.mean * size * t->size;
+                r[side].bound_us = vector_bound_us(o, (size_t)t->size);
+            } else {
+                r[side].total_bytes = (double)bytes * (o->coll == ALLGATHER || o->coll == ALLTOALL ? size : 1);
+                r[side].bound_us = bound_us(o, r[side].total_bytes);
+            }
             if (o->validate) {
                 if (o->interleave_default) bench_comm = side == 0 ? default_comm : loom_side_comm;
                 r[side].valid = check(o, t, sb, rb, count, counts);
@@ -710,6 +876,15 @@ int main(int argc, char **argv) {
         MPI_Allreduce(&one, &ranks, 1, MPI_INT, MPI_SUM, bench_comm);
     }
     counts64 = malloc(sizeof(int64_t) * size);
+    vc.matrix = malloc(sizeof(int64_t) * (size_t)size * size);
+    vc.sc = malloc(sizeof(int) * 4 * (size_t)size);
+    vc.sc64 = malloc(sizeof(int64_t) * 4 * (size_t)size);
+    if (!counts64 || !vc.matrix || !vc.sc || !vc.sc64) {
+        fprintf(stderr, "loom-bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    vc.sd = vc.sc + size, vc.rc = vc.sd + size, vc.rd = vc.rc + size;
+    vc.sd64 = vc.sc64 + size, vc.rc64 = vc.sd64 + size, vc.rd64 = vc.rc64 + size;
     if (o.loom_api && loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
         fprintf(stderr, "loom-bench: %s\n", loom_last_error());
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -736,6 +911,9 @@ int main(int argc, char **argv) {
     if (default_comm != MPI_COMM_NULL) MPI_Comm_free(&default_comm);
     if (loom_side_comm != MPI_COMM_NULL) MPI_Comm_free(&loom_side_comm);
     free(counts64);
+    free(vc.matrix);
+    free(vc.sc);
+    free(vc.sc64);
     MPI_Finalize();
     return 0;
 }

@@ -347,8 +347,8 @@ fi
 # and JSON files must hold a row per size.
 bench="${top_builddir:-.}/perf/loom-bench"
 for api in mpi loom; do
-    for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall \
-        iallreduce ireduce_scatter ireduce_scatter_block iallgather ialltoall; do
+    for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall alltoallv allgatherv \
+        iallreduce ireduce_scatter ireduce_scatter_block iallgather ialltoall ialltoallv iallgatherv; do
         if ! timeout 120 "$MPIEXEC" $oversubscribe -np 3 "$bench" "$coll" --api "$api" -m 4:4096 -i 20 -x 2 -c -f \
             -T all -t 3 --bw --csv "$tmp/out.csv" --json "$tmp/out.json" >"$tmp/out.txt" 2>&1 ||
             grep -q "DATA VALIDATION ERROR\|Fail" "$tmp/out.txt" || [ "$(grep -c Pass "$tmp/out.txt")" -lt 20 ] ||
@@ -360,7 +360,42 @@ for api in mpi loom; do
         fi
     done
 done
-echo "loom-bench: 20 validated runs done"
+echo "loom-bench: 28 validated runs done"
+# The vector collectives' traffic: every kind validated through both APIs;
+# the header names it and its seed, the same seed gives the same matrix on
+# every launch and another seed another; a bad description is refused.
+traffic_runs=0
+for traffic in uniform zipf:1.2 skew:4 topk:2 topk:1:1.0:1.2; do
+    for coll in alltoallv allgatherv; do
+        case $coll$traffic in allgathervtopk*) continue ;; esac
+        for api in mpi loom; do
+            if ! timeout 120 "$MPIEXEC" $oversubscribe -np 4 "$bench" "$coll" --api "$api" -m 16:65536 -i 5 -x 1 -c \
+                --traffic "$traffic" --seed 7 --link-bw 0.4 --nodes 2 >"$tmp/out.txt" 2>&1 ||
+                grep -q "DATA VALIDATION ERROR\|Fail" "$tmp/out.txt" || [ "$(grep -c Pass "$tmp/out.txt")" -ne 13 ] ||
+                ! grep -q "^# Traffic: " "$tmp/out.txt"; then
+                echo "FAIL: loom-bench $coll --api $api --traffic $traffic"
+                cat "$tmp/out.txt"
+                status=1
+            fi
+            traffic_runs=$((traffic_runs + 1))
+        done
+    done
+done
+# The header without its seed: which rank the largest block goes to.
+traffic_line() {
+    timeout 120 "$MPIEXEC" $oversubscribe -np 4 "$bench" alltoallv -m 4096 -i 2 -x 0 --traffic zipf:1.2 --seed "$1" 2>&1 |
+        sed -n 's/^# Traffic: zipf s=1.2, seed [0-9]*; //p'
+}
+first=$(traffic_line 3) again=$(traffic_line 3) other=$(traffic_line 2)
+if [ -n "$first" ] && [ "$first" = "$again" ] && [ -n "$other" ] && [ "$first" != "$other" ] &&
+    ! timeout 60 "$MPIEXEC" $oversubscribe -np 2 "$bench" alltoallv --traffic zipf >"$tmp/out.txt" 2>&1 &&
+    grep -q "want uniform, zipf:S" "$tmp/out.txt"; then
+    echo "PASS: loom-bench traffic: $traffic_runs validated runs; seeded ($first), and a bad --traffic refused"
+else
+    echo "FAIL: loom-bench traffic: seed 3 gave '$first' then '$again', seed 4 '$other'"
+    cat "$tmp/out.txt"
+    status=1
+fi
 # loom-compare: two configurations interleaved twice: a table with both
 # medians and their ratio per size, the commands it ran, and a plot.
 if LOOM_BENCH="$bench" sh "$(dirname "$0")/../../perf/loom-compare" -c allreduce -m 8:64 -r 2 -n 2 -i 20 -x 2 -o "$tmp/cmp" \
