@@ -344,6 +344,11 @@ int loom_allgather_on_stream(const void *sendbuf, void *recvbuf, int64_t count, 
                              loom_cuda_stream_t stream);
 int loom_alltoall_on_stream(const void *sendbuf, void *recvbuf, int64_t count, loom_datatype_t type, loom_comm_t comm,
                             loom_cuda_stream_t stream);
+int loom_alltoallv_on_stream(const void *sendbuf, const int64_t *sendcounts, const int64_t *sdispls, void *recvbuf,
+                             const int64_t *recvcounts, const int64_t *rdispls, loom_datatype_t type, loom_comm_t comm,
+                             loom_cuda_stream_t stream);
+int loom_allgatherv_on_stream(const void *sendbuf, int64_t sendcount, void *recvbuf, const int64_t *recvcounts,
+                              const int64_t *displs, loom_datatype_t type, loom_comm_t comm, loom_cuda_stream_t stream);
 
 /* Calls on device buffers: run on the device (blocking calls with both
  * buffers on the device, every rank on one node: CUDA IPC) or staged

@@ -942,6 +942,16 @@ int loom_alltoall_on_stream(const void *s, void *r, int64_t count, loom_datatype
     LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
     return loom_alltoall(s, r, count, t, comm);
 }
+int loom_alltoallv_on_stream(const void *s, const int64_t *sc, const int64_t *sd, void *r, const int64_t *rc,
+                             const int64_t *rd, loom_datatype_t t, loom_comm_t comm, loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_alltoallv(s, sc, sd, r, rc, rd, t, comm);
+}
+int loom_allgatherv_on_stream(const void *s, int64_t count, void *r, const int64_t *rc, const int64_t *displs,
+                              loom_datatype_t t, loom_comm_t comm, loom_cuda_stream_t stream) {
+    LOOM_RETURN_IF_ERROR(stream_synchronize(stream));
+    return loom_allgatherv(s, count, r, rc, displs, t, comm);
+}
 
 int loom_allreduce_init(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm,
                         loom_request_t *out) {

@@ -62,6 +62,7 @@ Status StagedCall::prepare(const CollArgs &args, int rank, const CallData &user,
     context_ = current_context();
     bytes_ = call_bytes(args, rank, user.in_place);
     out_bytes_ = args.output_count(rank) * args.elem_size;
+    output_has_gaps_ = is_vector_collective(args.collective) && !user.in_place;
     if (need.send_on_device && !user.in_place) {
         LOOM_RETURN_IF_ERROR(send_.reserve(bytes_.in));
         host_.sendbuf = send_.data();
@@ -78,6 +79,8 @@ Status StagedCall::copy_in() {
         if (need_.recv_on_device) return memory_copy(recv_.data(), user_.recvbuf, bytes_.in, context_);
         return LOOM_SUCCESS;
     }
+    if (output_has_gaps_ && need_.recv_on_device)
+        LOOM_RETURN_IF_ERROR(memory_copy(recv_.data(), user_.recvbuf, out_bytes_, context_));
     if (need_.send_on_device) return memory_copy(send_.data(), user_.sendbuf, bytes_.in, context_);
     return LOOM_SUCCESS;
 }

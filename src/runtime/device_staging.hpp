@@ -72,6 +72,10 @@ class StagedCall {
     StagingNeed need_;
     CallBytes bytes_;
     size_t out_bytes_ = 0;     // the output, copied back
+    // The output has gaps the call must not touch (the vector collectives'
+    // displacements): the host copy starts as the device buffer, so copying
+    // the whole span back returns the gaps unchanged.
+    bool output_has_gaps_ = false;
     void *context_ = nullptr;  // the buffers' CUDA context, for copies in other threads
     PinnedBuffer send_, recv_;
 };

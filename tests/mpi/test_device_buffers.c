@@ -33,15 +33,53 @@ static loom_comm_t comm;
 /* Rank r's input element i, exact in float. */
 static int value(int r, long i) { return (int)((r * 7 + i * 3) % 101) - 50; }
 
-enum coll { ALLREDUCE, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHER, ALLTOALL, NCOLL };
-static const char *coll_names[] = {"allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "alltoall"};
+enum coll { ALLREDUCE, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHER, ALLTOALL, ALLTOALLV, ALLGATHERV, NCOLL };
+static const char *coll_names[] = {
+    "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "alltoall", "alltoallv", "allgatherv"};
+
+/* The vector collectives' layout for a base count n, blocks in a scattered
+ * order with gaps the call must leave alone: what rank i sends rank j
+ * (symmetric, as an in-place alltoallv needs; some pairs nothing), and each
+ * rank's shard for allgatherv. vsc/vsd: this rank's send side; vrc/vrd: its
+ * receive side (and MPI's int copies). */
+static int64_t *vsc, *vsd, *vrc, *vrd;
+static int *isc, *isd, *ird;
+static long pair_elems(long n, int i, int j) { return n == 0 || (i + j) % 5 == 4 ? 0 : n + (i + j) % 3; }
+static long shard_elems(long n, int i) { return n == 0 || i % 4 == 3 ? 0 : n + i % 3; }
+static long lay_out(const int64_t *counts, int reverse, int gap, int64_t *displs) {
+    long at = 0;
+    for (int k = 0; k < p; ++k) {
+        const int b = reverse ? p - 1 - k : k;
+        at += gap;
+        displs[b] = at;
+        at += counts[b];
+    }
+    return at;
+}
+/* Rank r's send layout (in place: its receive layout, reversed with gaps of 1). */
+static long send_layout(enum coll c, long n, int r, int in_place, int64_t *counts, int64_t *displs) {
+    for (int j = 0; j < p; ++j) counts[j] = c == ALLTOALLV ? pair_elems(n, r, j) : shard_elems(n, r);
+    return lay_out(counts, in_place, in_place ? 1 : 2, displs);
+}
 enum form { BLOCKING, NONBLOCKING, PERSISTENT, ON_STREAM, NFORMS };
 static const char *form_names[] = {"blocking", "nonblocking", "persistent", "on the default stream"};
 /* Which buffers are on the device. */
 enum where { BOTH, SEND_ONLY, RECV_ONLY, NWHERE };
 static const char *where_names[] = {"both on device", "send on device", "recv on device"};
 
-static long counts_of(enum coll c, long n, long *in_elems, long *out_elems, int64_t *rcounts, int *icounts) {
+static long counts_of(enum coll c, long n, int in_place, long *in_elems, long *out_elems, int64_t *rcounts,
+                      int *icounts) {
+    if (c == ALLTOALLV || c == ALLGATHERV) {
+        for (int i = 0; i < p; ++i) vrc[i] = c == ALLTOALLV ? pair_elems(n, i, rank) : shard_elems(n, i);
+        *out_elems = lay_out(vrc, c == ALLTOALLV || rank % 2, 1, vrd);
+        const long sent = send_layout(c, n, rank, in_place && c == ALLTOALLV, vsc, vsd);
+        *in_elems = c == ALLGATHERV ? shard_elems(n, rank) : in_place ? *out_elems : sent;
+        for (int i = 0; i < p; ++i) {
+            isc[i] = (int)vsc[i], isd[i] = (int)vsd[i], icounts[i] = (int)vrc[i], ird[i] = (int)vrd[i];
+            rcounts[i] = vrc[i];
+        }
+        return 0;
+    }
     long total = 0;
     for (int i = 0; i < p; ++i) {
         rcounts[i] = n + (i % 3); /* uneven */
@@ -95,6 +133,9 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
                 if (c == REDUCE_SCATTER) CHECK_RC(MPI_Reduce_scatter(s, r, icounts, mt, MPI_SUM, MPI_COMM_WORLD));
                 if (c == ALLGATHER) CHECK_RC(MPI_Allgather(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD));
                 if (c == ALLTOALL) CHECK_RC(MPI_Alltoall(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD));
+                if (c == ALLTOALLV) CHECK_RC(MPI_Alltoallv(s, isc, isd, mt, r, icounts, ird, mt, MPI_COMM_WORLD));
+                if (c == ALLGATHERV)
+                    CHECK_RC(MPI_Allgatherv(s, icounts[rank], mt, r, icounts, ird, mt, MPI_COMM_WORLD));
                 break;
             case NONBLOCKING:
                 if (c == ALLREDUCE) CHECK_RC(MPI_Iallreduce(s, r, (int)n, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
@@ -104,6 +145,10 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
                     CHECK_RC(MPI_Ireduce_scatter(s, r, icounts, mt, MPI_SUM, MPI_COMM_WORLD, mreq));
                 if (c == ALLGATHER) CHECK_RC(MPI_Iallgather(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD, mreq));
                 if (c == ALLTOALL) CHECK_RC(MPI_Ialltoall(s, (int)n, mt, r, (int)n, mt, MPI_COMM_WORLD, mreq));
+                if (c == ALLTOALLV)
+                    CHECK_RC(MPI_Ialltoallv(s, isc, isd, mt, r, icounts, ird, mt, MPI_COMM_WORLD, mreq));
+                if (c == ALLGATHERV)
+                    CHECK_RC(MPI_Iallgatherv(s, icounts[rank], mt, r, icounts, ird, mt, MPI_COMM_WORLD, mreq));
                 break;
             default: break; /* Open MPI 4.1 has no MPI_Allreduce_init in mpi.h: --api covers persistent */
         }
@@ -116,6 +161,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
             if (c == REDUCE_SCATTER) CHECK_RC(loom_reduce_scatter(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm));
             if (c == ALLGATHER) CHECK_RC(loom_allgather(s, r, n, LOOM_INT32, comm));
             if (c == ALLTOALL) CHECK_RC(loom_alltoall(s, r, n, LOOM_INT32, comm));
+            if (c == ALLTOALLV) CHECK_RC(loom_alltoallv(s, vsc, vsd, r, vrc, vrd, LOOM_INT32, comm));
+            if (c == ALLGATHERV) CHECK_RC(loom_allgatherv(s, vrc[rank], r, vrc, vrd, LOOM_INT32, comm));
             break;
         case NONBLOCKING:
             if (c == ALLREDUCE) CHECK_RC(loom_iallreduce(s, r, n, LOOM_INT32, LOOM_SUM, comm, lreq));
@@ -124,6 +171,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
             if (c == REDUCE_SCATTER) CHECK_RC(loom_ireduce_scatter(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, lreq));
             if (c == ALLGATHER) CHECK_RC(loom_iallgather(s, r, n, LOOM_INT32, comm, lreq));
             if (c == ALLTOALL) CHECK_RC(loom_ialltoall(s, r, n, LOOM_INT32, comm, lreq));
+            if (c == ALLTOALLV) CHECK_RC(loom_ialltoallv(s, vsc, vsd, r, vrc, vrd, LOOM_INT32, comm, lreq));
+            if (c == ALLGATHERV) CHECK_RC(loom_iallgatherv(s, vrc[rank], r, vrc, vrd, LOOM_INT32, comm, lreq));
             break;
         case ON_STREAM:
             if (c == ALLREDUCE) CHECK_RC(loom_allreduce_on_stream(s, r, n, LOOM_INT32, LOOM_SUM, comm, NULL));
@@ -133,6 +182,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
                 CHECK_RC(loom_reduce_scatter_on_stream(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, NULL));
             if (c == ALLGATHER) CHECK_RC(loom_allgather_on_stream(s, r, n, LOOM_INT32, comm, NULL));
             if (c == ALLTOALL) CHECK_RC(loom_alltoall_on_stream(s, r, n, LOOM_INT32, comm, NULL));
+            if (c == ALLTOALLV) CHECK_RC(loom_alltoallv_on_stream(s, vsc, vsd, r, vrc, vrd, LOOM_INT32, comm, NULL));
+            if (c == ALLGATHERV) CHECK_RC(loom_allgatherv_on_stream(s, vrc[rank], r, vrc, vrd, LOOM_INT32, comm, NULL));
             break;
         default:
             if (c == ALLREDUCE) CHECK_RC(loom_allreduce_init(s, r, n, LOOM_INT32, LOOM_SUM, comm, lreq));
@@ -142,6 +193,8 @@ static void call(enum coll c, enum form f, const void *s, void *r, long n, int64
                 CHECK_RC(loom_reduce_scatter_init(s, r, rcounts, LOOM_INT32, LOOM_SUM, comm, lreq));
             if (c == ALLGATHER) CHECK_RC(loom_allgather_init(s, r, n, LOOM_INT32, comm, lreq));
             if (c == ALLTOALL) CHECK_RC(loom_alltoall_init(s, r, n, LOOM_INT32, comm, lreq));
+            if (c == ALLTOALLV) CHECK_RC(loom_alltoallv_init(s, vsc, vsd, r, vrc, vrd, LOOM_INT32, comm, lreq));
+            if (c == ALLGATHERV) CHECK_RC(loom_allgatherv_init(s, vrc[rank], r, vrc, vrd, LOOM_INT32, comm, lreq));
             break;
     }
 }
@@ -162,7 +215,8 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
     int64_t *rcounts = malloc(sizeof(int64_t) * (size_t)p);
     int *icounts = malloc(sizeof(int) * (size_t)p);
     long in_elems, out_elems;
-    counts_of(c, n, &in_elems, &out_elems, rcounts, icounts);
+    counts_of(c, n, in_place, &in_elems, &out_elems, rcounts, icounts);
+    const int vector = c == ALLTOALLV || c == ALLGATHERV;
     const int send_dev = w != RECV_ONLY, recv_dev = w != SEND_ONLY || in_place;
     /* In place, recvbuf holds the input: the larger of the two regions. */
     long recv_elems = out_elems;
@@ -171,7 +225,7 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
     int *host_out = malloc(sizeof(int) * (size_t)(recv_elems + 1));
     int *want = malloc(sizeof(int) * (size_t)(out_elems + 1));
     fill_input(c, rank, in_elems, n, host_in);
-    expected_output(c, n, out_elems, rcounts, want);
+    if (!vector) expected_output(c, n, out_elems, rcounts, want);
     void *send = in_place ? NULL : device_or_host(send_dev, sizeof(int) * (size_t)in_elems);
     void *recv = device_or_host(recv_dev, sizeof(int) * (size_t)recv_elems);
     const int starts = f == PERSISTENT ? 2 : 1;
@@ -183,12 +237,24 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
         if (in_place) {
             memset(host_out, 0x5a, sizeof(int) * (size_t)recv_elems);
             if (c == ALLGATHER) memcpy(host_out + rank * n, host_in, sizeof(int) * (size_t)n);
+            else if (c == ALLGATHERV) memcpy(host_out + vrd[rank], host_in, sizeof(int) * (size_t)in_elems);
             else memcpy(host_out, host_in, sizeof(int) * (size_t)in_elems);
             CHECK_RC(loom_memory_copy(recv, host_out, sizeof(int) * (size_t)recv_elems));
         } else {
             CHECK_RC(loom_memory_copy(send, host_in, sizeof(int) * (size_t)in_elems));
             memset(host_out, 0x5a, sizeof(int) * (size_t)recv_elems);
             CHECK_RC(loom_memory_copy(recv, host_out, sizeof(int) * (size_t)recv_elems));
+        }
+        /* The vector collectives: the gaps keep what recvbuf held; each block is its sender's. */
+        if (vector) {
+            memcpy(want, host_out, sizeof(int) * (size_t)out_elems);
+            int64_t *peer_c = malloc(sizeof(int64_t) * (size_t)p), *peer_d = malloc(sizeof(int64_t) * (size_t)p);
+            for (int src = 0; src < p; ++src) {
+                send_layout(c, n, src, in_place && c == ALLTOALLV, peer_c, peer_d);
+                const long from = c == ALLTOALLV ? peer_d[rank] : 0;
+                for (long e = 0; e < vrc[src]; ++e) want[vrd[src] + e] = value(src, from + e);
+            }
+            free(peer_c), free(peer_d);
         }
         const void *s = in_place ? (use_mpi ? MPI_IN_PLACE : LOOM_IN_PLACE) : send;
         if (f == PERSISTENT) {
@@ -206,7 +272,7 @@ static int run_case(enum coll c, enum form f, enum where w, int in_place, long n
             }
         }
         /* Blocking, every buffer on the device: run on the device through CUDA IPC. */
-        if (!use_mpi && (f == BLOCKING || f == ON_STREAM) && w == BOTH && ipc_on) {
+        if (!use_mpi && (f == BLOCKING || f == ON_STREAM) && w == BOTH && ipc_on && !vector) {
             const char *ran = NULL;
             CHECK_RC(loom_comm_last_algorithm(comm, coll_names[c], &ran));
             const int right =
@@ -338,6 +404,10 @@ int main(int argc, char **argv) {
     }
     loom_device_free(probe);
     CHECK_RC(loom_comm_create(MPI_COMM_WORLD, &comm));
+    vsc = malloc(sizeof(int64_t) * 4 * (size_t)p);
+    vsd = vsc + p, vrc = vsd + p, vrd = vrc + p;
+    isc = malloc(sizeof(int) * 3 * (size_t)p);
+    isd = isc + p, ird = isd + p;
     if (allreduce_algorithm) CHECK_RC(loom_comm_set_param(comm, "allreduce_algorithm", allreduce_algorithm));
     forced = allreduce_algorithm;
     check_detection();
@@ -392,6 +462,7 @@ int main(int argc, char **argv) {
                allreduce_algorithm ? allreduce_algorithm : "");
     if (rank == 0) printf("\n");
     loom_comm_free(&comm);
+    free(vsc), free(isc);
     MPI_Finalize();
     return total ? 1 : 0;
 }
