@@ -67,6 +67,7 @@ extern const AlgorithmInfo kAlltoallvScattered;
 extern const AlgorithmInfo kAllgathervRing;
 extern const AlgorithmInfo kAllgathervBruck;
 extern const AlgorithmInfo kAllgathervDirect;
+extern const AlgorithmInfo kAllgathervHierarchical;
 
 std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args) {
     const MemoryType runs_on = traits_of(algo.path).memory;
@@ -130,6 +131,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllgathervRing,
         &kAllgathervBruck,
         &kAllgathervDirect,
+        &kAllgathervHierarchical,
     };
     return list;
 }
