@@ -64,6 +64,7 @@ extern const AlgorithmInfo kAllgatherCudaIpcDirect;
 extern const AlgorithmInfo kAlltoallCudaIpcDirect;
 extern const AlgorithmInfo kAlltoallvPairwise;
 extern const AlgorithmInfo kAlltoallvScattered;
+extern const AlgorithmInfo kAlltoallvNodeAggregation;
 extern const AlgorithmInfo kAllgathervRing;
 extern const AlgorithmInfo kAllgathervBruck;
 extern const AlgorithmInfo kAllgathervDirect;
@@ -128,6 +129,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAlltoallCudaIpcDirect,
         &kAlltoallvPairwise,
         &kAlltoallvScattered,
+        &kAlltoallvNodeAggregation,
         &kAllgathervRing,
         &kAllgathervBruck,
         &kAllgathervDirect,

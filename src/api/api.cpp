@@ -379,6 +379,31 @@ Status check_allgatherv_counts(loom_comm_t comm, Status local, const CollArgs &a
 
 bool checks_vector_counts(loom_comm_t comm) { return comm->impl->config().integer(kParamCheckVectorCounts) != 0; }
 
+const ParamId kParamAlltoallvGatherCounts = declare_param(
+    ParamSection::algorithms,
+    {"alltoallv_gather_counts", ParamType::choice, "auto", 4,
+     "Whether an alltoallv first gathers every rank's counts (an allgather of p counts per rank), which the "
+     "node-aware alltoallv (node_aggregation) needs to size what its agents forward: auto, on communicators that "
+     "span several nodes; on, always; off, never (node_aggregation then cannot run)",
+     0, 0, Collective::alltoallv, "auto,on,off"});
+
+// Whether an alltoallv on `comm` gathers every rank's counts first.
+bool gathers_count_matrix(loom_comm_t comm) {
+    const long long mode = comm->impl->config().integer(kParamAlltoallvGatherCounts);
+    return mode == 1 || (mode == 0 && comm->impl->nodes().nodes() >= 2);
+}
+
+// Every rank's alltoallv counts, row s what rank s sends, where
+// alltoallv_gather_counts asks for them (auto: across nodes).
+Status gather_count_matrix(loom_comm_t comm, CollArgs &a) {
+    if (!gathers_count_matrix(comm)) return LOOM_SUCCESS;
+    const size_t p = static_cast<size_t>(comm->impl->size());
+    std::vector<int64_t> mine(a.send_counts.begin(), a.send_counts.end()), all(p * p);
+    LOOM_RETURN_IF_ERROR(loom_allgather(mine.data(), all.data(), static_cast<int64_t>(p), LOOM_INT64, comm));
+    a.count_matrix.assign(all.begin(), all.end());
+    return LOOM_SUCCESS;
+}
+
 Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdispls, void *r, const int64_t *rcounts,
                       const int64_t *rdispls, loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
@@ -386,6 +411,7 @@ Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdis
     const Status local = alltoallv_args(comm, s, scounts, sdispls, rcounts, rdispls, t, &a);
     if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_alltoallv_counts(comm, local, a));
     LOOM_RETURN_IF_ERROR(local);
+    LOOM_RETURN_IF_ERROR(gather_count_matrix(comm, a));
     return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
 }
 
@@ -614,6 +640,7 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
         a.count = static_cast<size_t>(count);
         a.nranks = impl.size();
         if (is_vector_collective(c)) set_uniform_blocks(a, a.count);
+        if (c == Collective::alltoallv && !gathers_count_matrix(comm)) a.count_matrix.clear();  // as the call
     }
     return impl.prepare(a, type, in_place != 0, algorithm);
 }

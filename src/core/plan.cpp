@@ -266,6 +266,7 @@ void set_uniform_blocks(CollArgs &a, size_t block) {
     if (a.collective == Collective::alltoallv) {
         a.send_counts = a.recv_counts;
         a.send_displs = a.recv_displs;
+        a.count_matrix.assign(p * p, block);
         a.count = 0;
     } else {
         a.count = block;

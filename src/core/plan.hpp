@@ -235,6 +235,9 @@ struct CollArgs {
     std::vector<size_t> recv_displs;  // allgatherv, alltoallv: where each peer's block lands
     std::vector<size_t> send_counts;  // alltoallv: per peer
     std::vector<size_t> send_displs;  // alltoallv: where each peer's block is read
+    // alltoallv across nodes: every rank's counts, row s what rank s sends
+    // (p x p), which the ranks gather first; empty where they did not.
+    std::vector<size_t> count_matrix;
     size_t elem_size = 1;             // bytes, so algorithms can size segments
     bool in_place = false;
     MemoryType memory = MemoryType::host;  // where the buffers live

@@ -16,7 +16,7 @@ size_t PlanKeyHash::operator()(const PlanKey &k) const {
     mix(k.count);
     mix(k.elem_size);
     mix(k.config_generation << 1 | k.progress_thread);
-    for (const auto *v : {&k.recv_counts, &k.recv_displs, &k.send_counts, &k.send_displs})
+    for (const auto *v : {&k.recv_counts, &k.recv_displs, &k.send_counts, &k.send_displs, &k.count_matrix})
         for (size_t c : *v) mix(c);
     return static_cast<size_t>(h);
 }

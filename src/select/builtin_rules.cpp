@@ -152,6 +152,12 @@ const char *builtin_rules_text() {
     {"collective": "alltoall", "memory": "device", "algorithm": ["cuda_ipc_direct"],
      "note": "device buffers on one node: each rank copies its block of every send buffer"},
 
+    {"collective": "alltoallv", "nodes": [2, null], "ppn": [2, null], "bytes": [0, "64KiB"],
+     "algorithm": ["node_aggregation", "scattered"],
+     "note": "mean block <= 64 KiB on several nodes (every rank's counts gathered): one aggregated message per node pair, its agents spread over the local ranks' rails"},
+    {"collective": "alltoallv", "nodes": [2, null], "ppn": [2, null], "bytes": ["64KiB", null],
+     "algorithm": ["pairwise", "scattered"],
+     "note": "mean block > 64 KiB on several nodes (every rank's counts gathered): one exchange at a time, as alltoall"},
     {"collective": "alltoallv",
      "algorithm": ["scattered", "pairwise"],
      "note": "every peer at once, a window in flight (a rank knows only its own counts, so no size decides)"},

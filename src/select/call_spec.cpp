@@ -116,6 +116,8 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         case Collective::alltoallv:
         case Collective::allgatherv: set_uniform_blocks(a, elems); break;
     }
+    // An alltoallv gathers every rank's counts only across nodes (alltoallv_gather_counts auto).
+    if (nodes < 2) a.count_matrix.clear();
     std::vector<int> labels(static_cast<size_t>(np));
     for (long long r = 0; r < np; ++r) labels[static_cast<size_t>(r)] = static_cast<int>(r / ppn);
     spec.nodes = std::make_unique<NodeMap>(NodeMap::from_labels(labels, static_cast<int>(rails)));

@@ -105,7 +105,12 @@ size_t total_bytes(const CollArgs &a) {
         case Collective::reduce_scatter_block: return message_bytes(a);
         case Collective::allgather:
         case Collective::alltoall: return message_bytes(a) * static_cast<size_t>(a.nranks);
-        case Collective::alltoallv: return sum_of(a.send_counts) * a.elem_size;
+        // alltoallv: what a rank sends on average, from every rank's counts
+        // where gathered (the same on every rank), else this rank's own.
+        case Collective::alltoallv:
+            return (a.count_matrix.empty() ? sum_of(a.send_counts)
+                                           : sum_of(a.count_matrix) / static_cast<size_t>(std::max(a.nranks, 1))) *
+                   a.elem_size;
         case Collective::allgatherv: return sum_of(a.recv_counts) * a.elem_size;
     }
     return 0;
@@ -118,7 +123,7 @@ size_t elements_per_rank(const CollArgs &a) {
         case Collective::reduce_scatter_block: return a.input_count() / static_cast<size_t>(std::max(a.nranks, 1));
         case Collective::allgather:
         case Collective::alltoall: return a.count;
-        case Collective::alltoallv: return sum_of(a.send_counts) / static_cast<size_t>(std::max(a.nranks, 1));
+        case Collective::alltoallv: return total_bytes(a) / a.elem_size / static_cast<size_t>(std::max(a.nranks, 1));
         case Collective::allgatherv: return sum_of(a.recv_counts) / static_cast<size_t>(std::max(a.nranks, 1));
     }
     return 0;
@@ -191,13 +196,12 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
                       {"elements_per_rank", &r.elements_per_rank, false}};
         for (const auto &x : ranges) {
             if (!e.contains(x.name)) continue;
-            // Every rank must choose alike; an alltoallv rank knows only its own counts.
+            if (!read_range(e[x.name], x.sizes, x.range, &why)) return field_error(origin, index, x.name, why);
+            // Every rank must choose alike, and an alltoallv rank knows only its own
+            // counts: a size decides only where every rank's were gathered.
             if (r.collective == Collective::alltoallv && x.range != &r.comm_size && x.range != &r.nodes &&
                 x.range != &r.ppn)
-                return field_error(origin, index, x.name,
-                                   "alltoallv's sizes differ from rank to rank, so its rules cannot select on them "
-                                   "(only on comm_size, nodes, ppn, single_node, power_of_two and memory)");
-            if (!read_range(e[x.name], x.sizes, x.range, &why)) return field_error(origin, index, x.name, why);
+                r.needs_count_matrix = true;
         }
         const std::pair<const char *, std::optional<bool> *> flags[] = {{"single_node", &r.single_node},
                                                                         {"power_of_two", &r.power_of_two}};
@@ -274,6 +278,7 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
         if (r.collective != a.collective || !memory_matches(r.memory, a.memory)) continue;
         if (r.single_node && *r.single_node != a.single_node) continue;
         if (r.power_of_two && *r.power_of_two != power_of_two) continue;
+        if (r.needs_count_matrix && a.count_matrix.empty()) continue;
         if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) &&
             r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements))
             return &r;

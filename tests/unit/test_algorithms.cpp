@@ -595,9 +595,7 @@ TEST(AlgorithmRestrictions, RecursiveDoublingAllgatherNeedsPowerOfTwo) {
 TEST(AlgorithmRegistry, AtLeastThreeAlgorithmsPerCollectiveWithUniqueNames) {
     for (int c = 0; c < kCollectiveCount; ++c) {
         auto list = algorithms_for(static_cast<Collective>(c));
-        // alltoallv has its two flat algorithms until the node-aware one (issue 34).
-        EXPECT_GE(list.size(), static_cast<Collective>(c) == Collective::alltoallv ? 2u : 3u)
-            << collective_name(static_cast<Collective>(c));
+        EXPECT_GE(list.size(), 3u) << collective_name(static_cast<Collective>(c));
         std::set<std::string> names;
         for (auto *a : list) {
             EXPECT_TRUE(names.insert(a->name).second) << "duplicate name " << a->name;

@@ -68,6 +68,33 @@ TEST(Rules, ValidationNamesTheFileTheEntryAndTheField) {
     }
 }
 
+// Every rank must choose alike: an alltoallv rank knows only its own counts,
+// so an alltoallv rule with a size matches only a call that gathered every
+// rank's (CollArgs::count_matrix), whose sizes are the same on every rank.
+TEST(Rules, AlltoallvSizesDecideOnlyWithEveryRanksCounts) {
+    RuleSet set;
+    ASSERT_EQ(parse_rules(R"({"rules": [
+        {"collective": "alltoallv", "bytes": [0, "1KiB"], "algorithm": "pairwise"},
+        {"collective": "alltoallv", "elements_per_rank": [2000, null], "algorithm": "node_aggregation"},
+        {"collective": "alltoallv", "nodes": [1, 4], "algorithm": "scattered"}]})",
+                          "r.json", &set),
+              LOOM_SUCCESS)
+        << last_error_message();
+    CollArgs a = args(Collective::alltoallv, 4, 16);  // every block 16 elements of 4 bytes
+    ASSERT_EQ(a.count_matrix.size(), 16u);
+    const Rule *r = match_rule(set, a);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->algorithms[0], "pairwise");
+    // This rank sends far more than the others: the mean block is the whole matrix's.
+    a.send_counts[1] = 4000;
+    a.count_matrix[1] = 4000;
+    EXPECT_EQ(message_bytes(a), (16u * 15 + 4000) * 4 / 16);
+    a.count_matrix.clear();  // not gathered: only the rule without a size matches
+    r = match_rule(set, a);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->algorithms[0], "scattered");
+}
+
 TEST(Rules, AnInvalidFileIsReportedAndIgnored) {
     const std::string path = write_file(R"({"rules": [{"collective": "allreduce", "algorithm": "nope"}]})");
     Config config;
