@@ -74,6 +74,13 @@ size_t node_slots_result_count(const CollArgs &args);
 // For algorithms without restrictions.
 inline std::string always_applicable(const CollArgs &) { return {}; }
 
+// The vector collectives' blocks: what this rank sends `peer` (alltoallv),
+// and what it receives from `peer` (alltoallv; allgatherv: peer's shard).
+inline Slice sent_block(const CollArgs &a, int peer) { return input_slice(a.send_displs[peer], a.send_counts[peer]); }
+inline Slice received_block(const CollArgs &a, int peer) {
+    return output_slice(a.recv_displs[peer], a.recv_counts[peer]);
+}
+
 // Builds rank `rank`'s finalized program. An in-place call whose algorithm is
 // not aliasing safe reads its input from a snapshot the executor takes first;
 // programs never know the difference.

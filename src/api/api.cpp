@@ -384,13 +384,18 @@ const ParamId kParamAlltoallvGatherCounts = declare_param(
     {"alltoallv_gather_counts", ParamType::choice, "auto", 4,
      "Whether an alltoallv first gathers every rank's counts (an allgather of p counts per rank), which the "
      "node-aware alltoallv (node_aggregation) needs to size what its agents forward: auto, on communicators that "
-     "span several nodes; on, always; off, never (node_aggregation then cannot run)",
+     "span several nodes or where node_aggregation is forced; on, always; off, never (node_aggregation then cannot "
+     "run)",
      0, 0, Collective::alltoallv, "auto,on,off"});
 
-// Whether an alltoallv on `comm` gathers every rank's counts first.
+// Whether an alltoallv on `comm` gathers every rank's counts first: as
+// alltoallv_gather_counts says, and (unless off) where the algorithm that
+// needs them is forced, which every rank does alike.
 bool gathers_count_matrix(loom_comm_t comm) {
-    const long long mode = comm->impl->config().integer(kParamAlltoallvGatherCounts);
-    return mode == 1 || (mode == 0 && comm->impl->nodes().nodes() >= 2);
+    const Config &config = comm->impl->config();
+    const long long mode = config.integer(kParamAlltoallvGatherCounts);
+    return mode == 1 || (mode == 0 && (comm->impl->nodes().nodes() >= 2 ||
+                                       forced_algorithm(config, Collective::alltoallv) == "node_aggregation"));
 }
 
 // Every rank's alltoallv counts, row s what rank s sends, where

@@ -440,13 +440,14 @@ else
 fi
 # The MoE layer example: every token's result right in every mode (blocking
 # and overlapped, Open MPI's modules and coll/loom with its progress thread),
-# on one node and over two emulated nodes, and coll/loom ran its alltoallvs.
+# on one node and over two emulated nodes, and coll/loom ran its alltoallvs
+# (none handed down).
 for topo in "" nodes=2; do
     if timeout 300 "$MPIEXEC" --oversubscribe -np 4 --mca mca_base_component_path "$(cd "$compdir" && pwd):$ompi_dir" \
         --mca coll_loom_priority 100 --mca coll_loom_stats 1 --mca coll_loom_progress_thread on \
         ${topo:+--mca coll_loom_topology $topo} "$build/examples/loom-moe-step" --tokens 48 --hidden 16 --zipf 1.2 \
         --steps 2 --warmup 1 -c >"$log" 2>&1 && grep -q "^# check: 0 wrong tokens" "$log" &&
-        grep -Eq "^  alltoallv +[1-9][0-9]* .* scattered=[1-9]" "$log" && grep -q "overlapped, loom" "$log"; then
+        grep -Eq "^  alltoallv +[1-9][0-9]* +[0-9]+ +0 " "$log" && grep -q "overlapped, loom" "$log"; then
         echo "PASS: loom-moe-step -c${topo:+ ($topo)}: $(grep -o '[0-9]* of [0-9]* token slots dropped' "$log"), 0 wrong tokens"
     else
         echo "FAIL: loom-moe-step -c${topo:+ ($topo)}"

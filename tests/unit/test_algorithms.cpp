@@ -14,11 +14,12 @@
 #include <random>
 #include <set>
 
+#include "call_args.hpp"
 #include "cooperative_runner.hpp"
 #include "core/reduced_float.hpp"
 #include "node_map.hpp"
-#include "call_args.hpp"
 #include "reference.hpp"
+#include "topologies.hpp"
 
 namespace loom::testing {
 namespace {
@@ -158,29 +159,6 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const
 // Node-aware algorithms only apply once the ranks' nodes are known.
 bool node_aware(const AlgorithmInfo &algo) { return !algo.not_applicable(make_args(algo, 4, 8, false, 4)).empty(); }
 
-// Emulated topologies for p ranks: one node, two nodes of consecutive ranks,
-// up to four nodes, and uneven nodes (sizes 3, 1, 2, 3, 1, 2 ...) whose ranks are
-// shuffled, so a node's ranks are neither consecutive nor in order.
-std::vector<NodeMap> topologies_for(int p) {
-    std::vector<NodeMap> maps;
-    NodeMap m;
-    EXPECT_EQ(NodeMap::parse("nodes=1", p, &m), LOOM_SUCCESS);
-    maps.push_back(m);
-    if (p < 2) return maps;
-    EXPECT_EQ(NodeMap::parse("nodes=2", p, &m), LOOM_SUCCESS);
-    maps.push_back(m);
-    EXPECT_EQ(NodeMap::parse("nodes=" + std::to_string(std::min(4, p)) + ",rails=2", p, &m), LOOM_SUCCESS);
-    maps.push_back(m);
-    std::vector<int> labels;
-    const int sizes[] = {3, 1, 2};
-    for (int node = 0; static_cast<int>(labels.size()) < p; ++node)
-        for (int i = 0; i < sizes[node % 3] && static_cast<int>(labels.size()) < p; ++i) labels.push_back(node);
-    std::mt19937 shuffle(static_cast<unsigned>(p));
-    std::shuffle(labels.begin(), labels.end(), shuffle);
-    maps.push_back(NodeMap::from_labels(labels));
-    return maps;
-}
-
 // The topology variants a case runs under: none, or for node-aware
 // algorithms every emulated topology above.
 std::vector<const NodeMap *> variants(const AlgorithmInfo &algo, const std::vector<NodeMap> &maps) {
@@ -210,7 +188,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceForEverySizeCountTypeAndOp) {
         // Node-aware plans grow as p^2 messages; 2..17 ranks cover every
         // shape of node (three topologies each) in a sensible time.
         if (node_aware(algo) && p > 17) continue;
-        const std::vector<NodeMap> maps = topologies_for(p);
+        const std::vector<NodeMap> maps = emulated_topologies(p);
         for (const NodeMap *nodes : variants(algo, maps))
             for (size_t count : counts_for(p)) {
                 for (bool in_place : {false, true}) {
@@ -459,7 +437,7 @@ TEST_P(AllreduceMatrix, GivesEveryRankTheSameBits) {
     int failures = 0, cases = 0;
     for (int p : communicator_sizes()) {
         if (node_aware(algo) && p > 17) continue;
-        const std::vector<NodeMap> maps = topologies_for(p);
+        const std::vector<NodeMap> maps = emulated_topologies(p);
         for (const NodeMap *nodes : variants(algo, maps)) {
             // The radices that change the plans of this shape (checked at one count), each run once.
             std::vector<int> radices;

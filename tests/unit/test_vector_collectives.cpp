@@ -15,6 +15,7 @@
 #include "call_args.hpp"
 #include "cooperative_runner.hpp"
 #include "node_map.hpp"
+#include "topologies.hpp"
 
 namespace loom::testing {
 namespace {
@@ -101,24 +102,9 @@ bool node_aware(const AlgorithmInfo &algo) {
     return !algo.not_applicable(a).empty();
 }
 
-// The nodes a node-aware algorithm runs on: two nodes, up to four with two
-// rails, and uneven shuffled nodes (sizes 3, 1, 2, ...); one null entry for the others.
+// The nodes a node-aware algorithm runs on; none for the others.
 std::vector<NodeMap> node_maps(const AlgorithmInfo &algo, int p) {
-    if (!node_aware(algo)) return {};
-    std::vector<NodeMap> maps;
-    NodeMap m;
-    if (NodeMap::parse("nodes=1", p, &m) == LOOM_SUCCESS) maps.push_back(m);
-    if (p >= 2 && NodeMap::parse("nodes=2", p, &m) == LOOM_SUCCESS) maps.push_back(m);
-    if (p >= 2 && NodeMap::parse("nodes=" + std::to_string(std::min(4, p)) + ",rails=2", p, &m) == LOOM_SUCCESS)
-        maps.push_back(m);
-    std::vector<int> labels;
-    const int sizes[] = {3, 1, 2};
-    for (int node = 0; static_cast<int>(labels.size()) < p; ++node)
-        for (int i = 0; i < sizes[node % 3] && static_cast<int>(labels.size()) < p; ++i) labels.push_back(node);
-    std::mt19937 shuffle(static_cast<unsigned>(p));
-    std::shuffle(labels.begin(), labels.end(), shuffle);
-    maps.push_back(NodeMap::from_labels(labels));
-    return maps;
+    return node_aware(algo) ? emulated_topologies(p) : std::vector<NodeMap>{};
 }
 
 std::vector<const NodeMap *> variants(const std::vector<NodeMap> &maps) {

@@ -15,7 +15,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
     auto owner = [&](int slot) { return (rank + slot) % p; };
     // In place this copies the block onto itself, which the executor skips.
-    b.copy(output_slice(a.recv_displs[rank], a.recv_counts[rank]), input_slice(0, a.count));
+    b.copy(received_block(a, rank), input_slice(0, a.count));
     if (p == 1) return;
     std::vector<size_t> rotated_counts(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) rotated_counts[i] = a.recv_counts[owner(i)];
@@ -31,7 +31,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         b.send((rank - have + p) % p, have == 1 ? input_slice(0, a.count) : slots(0, n));
         b.recv((rank + have) % p, slots(have, n));
     }
-    for (int i = 1; i < p; ++i) b.copy(output_slice(a.recv_displs[owner(i)], a.recv_counts[owner(i)]), slots(i, 1));
+    for (int i = 1; i < p; ++i) b.copy(received_block(a, owner(i)), slots(i, 1));
 }
 
 }  // namespace

@@ -9,10 +9,9 @@ namespace {
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
-    auto block = [&](int r) { return output_slice(a.recv_displs[r], a.recv_counts[r]); };
     // In place this copies the block onto itself, which the executor skips.
-    b.copy(block(rank), input_slice(0, a.count));
-    for (int i = 1; i < p; ++i) b.recv((rank - i + p) % p, block((rank - i + p) % p));
+    b.copy(received_block(a, rank), input_slice(0, a.count));
+    for (int i = 1; i < p; ++i) b.recv((rank - i + p) % p, received_block(a, (rank - i + p) % p));
     for (int i = 1; i < p; ++i) b.send((rank + i) % p, input_slice(0, a.count));
 }
 

@@ -15,15 +15,14 @@ namespace {
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
     const NodeMap &m = v.map;
-    auto shard = [&](int r) { return output_slice(a.recv_displs[r], a.recv_counts[r]); };
     const Slice mine = input_slice(0, a.count);
     // The rank of `node` that receives remote shard q.
     auto receiver = [&](int node, int q) { return m.pick(node, static_cast<size_t>(m.local_index[q])); };
-    b.copy(shard(rank), mine);
+    b.copy(received_block(a, rank), mine);
     // Phase 1: own shards within the node.
     for (int i = 1; i < v.k; ++i) {
         const int from = v.members()[(v.local - i + v.k) % v.k];
-        b.recv(from, shard(from));
+        b.recv(from, received_block(a, from));
     }
     for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], mine);
     // Phase 2: my shard to my receiver on every other node; the remote
@@ -33,7 +32,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node) continue;
         for (int q : m.members[node])
-            if (receiver(v.node, q) == rank) b.recv(q, shard(q), {}, m.local_index[q]);
+            if (receiver(v.node, q) == rank) b.recv(q, received_block(a, q), {}, m.local_index[q]);
     }
     // Phase 3: pass the remote shards on within the node.
     for (int i = 1; i < v.k; ++i) {
@@ -41,7 +40,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         for (int node = 0; node < m.nodes(); ++node) {
             if (node == v.node) continue;
             for (int q : m.members[node])
-                if (receiver(v.node, q) == rank) b.send(to, shard(q));
+                if (receiver(v.node, q) == rank) b.send(to, received_block(a, q));
         }
     }
     for (int i = 1; i < v.k; ++i) {
@@ -49,7 +48,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         for (int node = 0; node < m.nodes(); ++node) {
             if (node == v.node) continue;
             for (int q : m.members[node])
-                if (receiver(v.node, q) == from) b.recv(from, shard(q));
+                if (receiver(v.node, q) == from) b.recv(from, received_block(a, q));
         }
     }
 }

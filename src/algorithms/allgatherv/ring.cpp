@@ -11,10 +11,9 @@ namespace {
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
-    auto block = [&](int r) { return output_slice(a.recv_displs[r], a.recv_counts[r]); };
     const Slice own_input = input_slice(0, a.count);
     // In place this copies the block onto itself, which the executor skips.
-    b.copy(block(rank), own_input);
+    b.copy(received_block(a, rank), own_input);
     if (p == 1) return;
     const size_t largest = *std::max_element(a.recv_counts.begin(), a.recv_counts.end());
     const size_t segment_bytes = b.knobs().segment_bytes;
@@ -26,7 +25,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     for (int step = 0; step < p - 1; ++step) {
         const int out_rank = (rank - step + p) % p, in_rank = (rank - step - 1 + p) % p;
         // The first step sends straight from the input so it need not wait for the copy.
-        const Slice outgoing = step == 0 ? own_input : block(out_rank), incoming = block(in_rank);
+        const Slice outgoing = step == 0 ? own_input : received_block(a, out_rank),
+                    incoming = received_block(a, in_rank);
         // A segment missing on one side is an empty step there, as on its peer.
         for (size_t off = 0; off < std::max(outgoing.count, incoming.count); off += segment) {
             b.send(right, part(outgoing, off));

@@ -27,19 +27,17 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeMap &m = v.map;
     const size_t p = static_cast<size_t>(a.nranks);
     auto count = [&](int s, int d) { return a.count_matrix[static_cast<size_t>(s) * p + static_cast<size_t>(d)]; };
-    auto sent = [&](int d) { return input_slice(a.send_displs[d], a.send_counts[d]); };
-    auto received = [&](int s) { return output_slice(a.recv_displs[s], a.recv_counts[s]); };
     // The local rank of `node` that handles traffic with node `other`.
     auto agent = [&](int node, int other) { return m.pick(node, static_cast<size_t>(other)); };
-    b.copy(received(rank), sent(rank));
+    b.copy(received_block(a, rank), sent_block(a, rank));
     // Within the node: directly.
     for (int i = 1; i < v.k; ++i) {
         const int from = v.members()[(v.local - i + v.k) % v.k];
-        b.recv(from, received(from));
+        b.recv(from, received_block(a, from));
     }
     for (int i = 1; i < v.k; ++i) {
         const int to = v.members()[(v.local + i) % v.k];
-        b.send(to, sent(to));
+        b.send(to, sent_block(a, to));
     }
     // A pack between nodes `from` and `to`: [destination][source] blocks, so
     // each destination's run is contiguous. offsets[d * ks + s] is where
@@ -57,7 +55,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         if (node == v.node) continue;
         const int agg = agent(v.node, node);
         if (agg != rank)
-            for (int d : m.members[node]) b.send(agg, sent(d));
+            for (int d : m.members[node]) b.send(agg, sent_block(a, d));
     }
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node || agent(v.node, node) != rank) continue;
@@ -69,7 +67,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
                 const size_t i = d * static_cast<size_t>(v.k) + static_cast<size_t>(s);
                 const Slice into = pack[node].sub(at[i], at[i + 1] - at[i]);
                 const int src = v.members()[s];
-                if (src == rank) b.copy(into, sent(destinations[d]));
+                if (src == rank) b.copy(into, sent_block(a, destinations[d]));
                 else b.recv(src, into);
             }
     }
@@ -98,7 +96,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
                 continue;
             }
             for (size_t s = 0; s < ks; ++s)
-                b.copy(received(m.members[node][s]),
+                b.copy(received_block(a, m.members[node][s]),
                        arrived[node].sub(at[first + s], at[first + s + 1] - at[first + s]));
         }
     }
@@ -113,7 +111,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         b.recv(agg, run);
         size_t at = 0;
         for (int s : sources) {
-            b.copy(received(s), run.sub(at, a.recv_counts[s]));
+            b.copy(received_block(a, s), run.sub(at, a.recv_counts[s]));
             at += a.recv_counts[s];
         }
     }

@@ -14,9 +14,7 @@ namespace {
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
-    auto sent = [&](int peer) { return input_slice(a.send_displs[peer], a.send_counts[peer]); };
-    auto received = [&](int peer) { return output_slice(a.recv_displs[peer], a.recv_counts[peer]); };
-    b.copy(received(rank), sent(rank));
+    b.copy(received_block(a, rank), sent_block(a, rank));
     if (p == 1) return;
     const bool xor_partners = is_power_of_two(p);
 
@@ -26,8 +24,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         const int from = xor_partners ? rank ^ s : (rank - s + p) % p;
         // Disjoint blocks leave the steps unordered: the explicit dependency
         // keeps one exchange in flight, as the algorithm intends.
-        const StepId in = b.recv(from, received(from), previous_step);
-        const StepId out = b.send(to, sent(to), previous_step);
+        const StepId in = b.recv(from, received_block(a, from), previous_step);
+        const StepId out = b.send(to, sent_block(a, to), previous_step);
         previous_step = {in, out};
     }
 }

@@ -14,9 +14,7 @@ namespace {
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const int p = a.nranks;
-    auto sent = [&](int peer) { return input_slice(a.send_displs[peer], a.send_counts[peer]); };
-    auto received = [&](int peer) { return output_slice(a.recv_displs[peer], a.recv_counts[peer]); };
-    b.copy(received(rank), sent(rank));
+    b.copy(received_block(a, rank), sent_block(a, rank));
     if (p == 1) return;
     const size_t window = static_cast<size_t>(std::max(1, b.knobs().max_outstanding));
     const size_t piece_bytes = b.knobs().ring_piece_bytes;
@@ -30,7 +28,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         const int to = (rank + i) % p, from = (rank - i + p) % p;
         const size_t index = exchanges.size();
         const std::vector<StepId> gate = index >= window ? exchanges[index - window] : std::vector<StepId>{};
-        const Slice in = received(from), out = sent(to);
+        const Slice in = received_block(a, from), out = sent_block(a, to);
         std::vector<StepId> steps;
         // Both sides cut a block alike: the receiver's count is the sender's.
         for (size_t off = 0; off < in.count; off += piece)
