@@ -321,8 +321,8 @@ Status agree_on_faults(loom_comm_t comm, Status local, int64_t mine, Describe wh
     const int p = comm->impl->size(), me = comm->impl->rank();
     const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
     if (local != LOOM_SUCCESS) mine = me;
-    int64_t first = INT64_MAX;
-    LOOM_RETURN_IF_ERROR(loom_allreduce(&mine, &first, 1, LOOM_INT64, LOOM_MIN, comm));
+    int64_t first = mine;
+    LOOM_RETURN_IF_ERROR(comm->impl->allreduce_int64(&first, 1, LOOM_MIN));
     if (first == INT64_MAX) return LOOM_SUCCESS;
     if (local != LOOM_SUCCESS) return fail(local, local_message);
     if (first < p)
@@ -343,7 +343,7 @@ Status check_alltoallv_counts(loom_comm_t comm, Status local, CollArgs &a) {
     std::vector<int64_t> sends(static_cast<size_t>(p), 0), sent_to_me(static_cast<size_t>(p));
     if (local == LOOM_SUCCESS) std::copy(a.send_counts.begin(), a.send_counts.end(), sends.begin());
     const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
-    LOOM_RETURN_IF_ERROR(loom_alltoall(sends.data(), sent_to_me.data(), 1, LOOM_INT64, comm));
+    LOOM_RETURN_IF_ERROR(comm->impl->alltoall_int64(sends.data(), sent_to_me.data(), 1));
     if (local != LOOM_SUCCESS) (void)fail(local, local_message);
     int64_t mine = INT64_MAX;
     for (int i = 0; local == LOOM_SUCCESS && i < p && mine == INT64_MAX; ++i)
@@ -361,10 +361,11 @@ Status check_alltoallv_counts(loom_comm_t comm, Status local, CollArgs &a) {
 // check_vector_counts for allgatherv: every rank's recvcounts alike.
 Status check_allgatherv_counts(loom_comm_t comm, Status local, const CollArgs &a) {
     const int p = comm->impl->size(), me = comm->impl->rank();
-    std::vector<int64_t> mine(static_cast<size_t>(p), 0), largest(static_cast<size_t>(p));
+    std::vector<int64_t> mine(static_cast<size_t>(p), 0);
     if (local == LOOM_SUCCESS) std::copy(a.recv_counts.begin(), a.recv_counts.end(), mine.begin());
     const std::string local_message = local != LOOM_SUCCESS ? last_error_message() : "";
-    LOOM_RETURN_IF_ERROR(loom_allreduce(mine.data(), largest.data(), p, LOOM_INT64, LOOM_MAX, comm));
+    std::vector<int64_t> largest = mine;
+    LOOM_RETURN_IF_ERROR(comm->impl->allreduce_int64(largest.data(), largest.size(), LOOM_MAX));
     if (local != LOOM_SUCCESS) (void)fail(local, local_message);
     int64_t flagged = INT64_MAX;
     for (int i = 0; local == LOOM_SUCCESS && i < p && flagged == INT64_MAX; ++i)
@@ -404,7 +405,7 @@ Status gather_count_matrix(loom_comm_t comm, CollArgs &a) {
     if (!gathers_count_matrix(comm)) return LOOM_SUCCESS;
     const size_t p = static_cast<size_t>(comm->impl->size());
     std::vector<int64_t> mine(a.send_counts.begin(), a.send_counts.end()), all(p * p);
-    LOOM_RETURN_IF_ERROR(loom_allgather(mine.data(), all.data(), static_cast<int64_t>(p), LOOM_INT64, comm));
+    LOOM_RETURN_IF_ERROR(comm->impl->allgather_bytes(mine.data(), p * sizeof(int64_t), all.data()));
     a.count_matrix.assign(all.begin(), all.end());
     return LOOM_SUCCESS;
 }

@@ -250,6 +250,10 @@ struct CollArgs {
     // Every node's ranks share Loom's shared slots (a node of one rank
     // needs none), on two nodes or more: the node_slots algorithms apply.
     bool node_slots = false;
+    // Loom's own call (a set-up's agreement, a vector collective's counts):
+    // an algorithm the parameters force for the user's calls is not taken,
+    // since it might not run this one.
+    bool internal = false;
 
     // Elements of the input and output buffers each rank passes.
     size_t input_count() const;

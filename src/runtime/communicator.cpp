@@ -850,6 +850,7 @@ Status Communicator::allgather_bytes(const void *mine, size_t bytes, void *all) 
     CollArgs a;
     a.collective = Collective::allgather;
     a.count = bytes;
+    a.internal = true;
     CallData call;
     call.sendbuf = mine;
     call.recvbuf = all;
@@ -857,10 +858,23 @@ Status Communicator::allgather_bytes(const void *mine, size_t bytes, void *all) 
     return run(a, call);
 }
 
+Status Communicator::alltoall_int64(const int64_t *mine, int64_t *theirs, size_t per_peer) {
+    CollArgs a;
+    a.collective = Collective::alltoall;
+    a.count = per_peer;
+    a.internal = true;
+    CallData call;
+    call.sendbuf = mine;
+    call.recvbuf = theirs;
+    call.type = LOOM_INT64;
+    return run(a, call);
+}
+
 Status Communicator::allreduce_int64(int64_t *values, size_t n, loom_op_t op) {
     CollArgs a;
     a.collective = Collective::allreduce;
     a.count = n;
+    a.internal = true;
     CallData call;
     call.in_place = true;
     call.recvbuf = values;

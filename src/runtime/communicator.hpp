@@ -232,9 +232,11 @@ class Communicator final : public SetupContext, public ThreadDriven {
     void every_blocking_call(uint64_t every, size_t min_bytes, Upkeep fn, void *context) override {
         periodic_.push_back({every, min_bytes, fn, context, 0});
     }
-    // Collectives over this communicator's present transports, for set-ups.
+    // Collectives over this communicator's present transports, for set-ups
+    // and the vector collectives' counts: Loom's own calls (CollArgs::internal).
     Status allgather_bytes(const void *mine, size_t bytes, void *all) override;
     Status allreduce_int64(int64_t *values, size_t n, loom_op_t op) override;
+    Status alltoall_int64(const int64_t *mine, int64_t *theirs, size_t per_peer);
     void run_deferred();  // the deferred set-ups, once
 
     // Which node each rank is on. Only before the first collective; plans

@@ -138,7 +138,7 @@ Status select_algorithm(const Config &config, const CollArgs &args, Selection *o
     const std::string memory = memory_problem(args);
     if (!memory.empty()) return fail(LOOM_ERR_ALGORITHM_NOT_APPLICABLE, call_text(args) + ": " + memory);
     const std::string &forced = forced_algorithm(config, c);
-    if (forced != "auto") {
+    if (forced != "auto" && !args.internal) {
         const AlgorithmInfo *algo = find_algorithm(c, forced);
         if (!algo)
             return fail(LOOM_ERR_UNKNOWN_ALGORITHM, std::string(collective_name(c)) + " has no algorithm '" + forced +

@@ -7,6 +7,7 @@
 #include "call_args.hpp"
 
 #include "node_map.hpp"
+#include "runtime/plan_cache.hpp"
 #include "select/builtin_rules.hpp"
 #include "select/selector.hpp"
 
@@ -318,6 +319,25 @@ TEST(Selector, EveryDefaultChoiceIsApplicable) {
                 ASSERT_EQ(select_algorithm(c, a, &s), LOOM_SUCCESS) << a.describe();
                 EXPECT_EQ(s.algorithm->not_applicable(a), "") << a.describe();
             }
+}
+
+// Loom's own calls (a set-up's agreement, alltoallv's counts) ignore a
+// forced algorithm, which may not run them: otherwise forcing
+// recursive_doubling allgather on 6 ranks would break every alltoallv there.
+TEST(Selector, LoomsOwnCallsIgnoreAForcedAlgorithm) {
+    Config c;
+    ASSERT_EQ(c.set("allgather_algorithm", "recursive_doubling"), LOOM_SUCCESS);
+    CollArgs a = args(Collective::allgather, 6, 8);
+    Selection s;
+    EXPECT_EQ(select_algorithm(c, a, &s), LOOM_ERR_ALGORITHM_NOT_APPLICABLE);
+    a.internal = true;
+    ASSERT_EQ(select_algorithm(c, a, &s), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NE(std::string(s.algorithm->name), "recursive_doubling");
+    EXPECT_EQ(s.algorithm->not_applicable(a), "");
+    // Both go through one plan cache: the key tells them apart.
+    CollArgs user = args(Collective::allgather, 8, 8), own = user;
+    own.internal = true;
+    EXPECT_FALSE(PlanKey::of(user, 1) == PlanKey::of(own, 1));
 }
 
 TEST(Selector, ForcedNameWinsAndInapplicableIsAClearError) {
