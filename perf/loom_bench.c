@@ -60,6 +60,10 @@ static loom_comm_t lc;
 static MPI_Comm bench_comm;
 static MPI_Comm default_comm = MPI_COMM_NULL, loom_side_comm = MPI_COMM_NULL;
 static int64_t *counts64; /* reduce_scatter's counts for libloom: allocated once, not in the timed loop */
+/* Each rank's node for the vector collectives' bound: the nodes MPI sees
+ * (MPI_COMM_TYPE_SHARED) when there are --nodes of them, else --nodes of
+ * consecutive ranks (one machine standing for several). */
+static int *node_of;
 /* The vector collectives' call at the current size, made before it is
  * timed: the whole traffic matrix (allgatherv: the shards in row 0), this
  * rank's arrays for MPI and for libloom, in rank order without gaps. */
@@ -462,7 +466,7 @@ static double bound_us(const struct options *o, double total_bytes) {
 }
 
 /* The least time the vector collectives' traffic needs on a network of
- * link_gbit per node, the ranks on the nodes consecutively: every node's
+ * link_gbit per node (node_of says which rank is where): every node's
  * bytes leaving it and entering it each over its links; the slowest node
  * decides. An allgatherv shard must leave its node at least once and enter
  * every other. */
@@ -472,9 +476,9 @@ static double vector_bound_us(const struct options *o, size_t type_size) {
     for (int n = 0; n < o->nodes; ++n) {
         double out = 0, in = 0;
         for (int i = 0; i < size; ++i) {
-            const int from = (int)((long)i * o->nodes / size);
+            const int from = node_of[i];
             for (int j = 0; j < size; ++j) {
-                const int to = (int)((long)j * o->nodes / size);
+                const int to = node_of[j];
                 const double b = (double)vc.matrix[(size_t)i * size + j];
                 if (o->coll == ALLGATHERV) {
                     if (j == 0 && from == n) out += b;
@@ -884,6 +888,26 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     vc.sd = vc.sc + size, vc.rc = vc.sd + size, vc.rd = vc.rc + size;
+    node_of = malloc(sizeof(int) * (size_t)size);
+    if (!node_of) MPI_Abort(MPI_COMM_WORLD, 2);
+    {
+        /* A node is named by its lowest world rank; then numbered in order. */
+        MPI_Comm local;
+        int leader = rank, distinct = 0;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+        MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, local);
+        MPI_Comm_free(&local);
+        int *leaders = malloc(sizeof(int) * (size_t)size);
+        if (!leaders) MPI_Abort(MPI_COMM_WORLD, 2);
+        MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 0; r < size; ++r) distinct += leaders[r] == r;
+        for (int r = 0; r < size; ++r) {
+            int number = 0;
+            for (int q = 0; q < leaders[r]; ++q) number += leaders[q] == q;
+            node_of[r] = distinct == o.nodes ? number : (int)((long)r * o.nodes / size);
+        }
+        free(leaders);
+    }
     vc.sd64 = vc.sc64 + size, vc.rc64 = vc.sd64 + size, vc.rd64 = vc.rc64 + size;
     if (o.loom_api && loom_comm_create(MPI_COMM_WORLD, &lc) != LOOM_SUCCESS) {
         fprintf(stderr, "loom-bench: %s\n", loom_last_error());
@@ -912,6 +936,7 @@ int main(int argc, char **argv) {
     if (loom_side_comm != MPI_COMM_NULL) MPI_Comm_free(&loom_side_comm);
     free(counts64);
     free(vc.matrix);
+    free(node_of);
     free(vc.sc);
     free(vc.sc64);
     MPI_Finalize();
