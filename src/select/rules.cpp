@@ -129,6 +129,16 @@ size_t elements_per_rank(const CollArgs &a) {
     return 0;
 }
 
+size_t skew_of(const CollArgs &a) {
+    const std::vector<size_t> &blocks = a.collective == Collective::alltoallv    ? a.count_matrix
+                                        : a.collective == Collective::allgatherv ? a.recv_counts
+                                                                                 : std::vector<size_t>{};
+    const size_t total = sum_of(blocks);
+    if (total == 0) return 1;
+    const size_t largest = *std::max_element(blocks.begin(), blocks.end());
+    return std::max<size_t>(1, largest * blocks.size() / total);
+}
+
 Status parse_rules(const std::string &text, const std::string &origin, RuleSet *out) {
     json doc;
     try {
@@ -157,7 +167,8 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
     static const char *const fields[] = {"collective",  "memory",          "comm_size",   "nodes",
                                          "ppn",         "bytes",           "total_bytes", "elements_per_rank",
                                          "single_node", "power_of_two",    "algorithm",   "segment_size",
-                                         "radix",       "max_outstanding", "note",        "comment"};
+                                         "radix",       "max_outstanding", "note",        "comment",
+                                         "skew"};
     static const std::set<std::string> known(std::begin(fields), std::end(fields));
     std::string known_list;
     for (const char *f : fields) known_list += (known_list.empty() ? "" : ", ") + std::string(f);
@@ -193,7 +204,8 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
                       {"ppn", &r.ppn, false},
                       {"bytes", &r.bytes, true},
                       {"total_bytes", &r.total_bytes, true},
-                      {"elements_per_rank", &r.elements_per_rank, false}};
+                      {"elements_per_rank", &r.elements_per_rank, false},
+                      {"skew", &r.skew, false}};
         for (const auto &x : ranges) {
             if (!e.contains(x.name)) continue;
             if (!read_range(e[x.name], x.sizes, x.range, &why)) return field_error(origin, index, x.name, why);
@@ -280,7 +292,8 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
         if (r.power_of_two && *r.power_of_two != power_of_two) continue;
         if (r.needs_count_matrix && a.count_matrix.empty()) continue;
         if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) &&
-            r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements))
+            r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements) &&
+            r.skew.contains(static_cast<long long>(skew_of(a))))
             return &r;
     }
     return nullptr;

@@ -29,6 +29,7 @@ struct Rule {
     Range comm_size, nodes, ppn, bytes;
     Range total_bytes;                    // total_bytes(args)
     Range elements_per_rank;              // elements_per_rank(args)
+    Range skew;                           // skew_of(args)
     std::optional<bool> single_node;      // CollArgs::single_node; unset: either
     // An alltoallv rule with a size: it matches only calls that gathered
     // every rank's counts (CollArgs::count_matrix), whose sizes every rank shares.
@@ -59,6 +60,10 @@ size_t total_bytes(const CollArgs &a);
 // "elements_per_rank" range: allreduce the vector, reduce_scatter(_block) the
 // whole input; allgather and alltoall one block.
 size_t elements_per_rank(const CollArgs &a);
+// The vector collectives' skew: the largest block (alltoallv: of every
+// rank's counts, where gathered; allgatherv: shard) over the mean, rounded
+// down; 1 for the others and where the blocks are unknown or all empty.
+size_t skew_of(const CollArgs &a);
 
 // Reads and validates a rules file. Errors name the file, the entry and the
 // field ("rules.json: rule 3: field 'bytes': ...").

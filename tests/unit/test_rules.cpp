@@ -89,6 +89,17 @@ TEST(Rules, AlltoallvSizesDecideOnlyWithEveryRanksCounts) {
     a.send_counts[1] = 4000;
     a.count_matrix[1] = 4000;
     EXPECT_EQ(message_bytes(a), (16u * 15 + 4000) * 4 / 16);
+    // The skew: the largest block over the mean, from every rank's counts.
+    EXPECT_EQ(skew_of(a), 4000u * 16 / (16u * 15 + 4000));
+    RuleSet skewed;
+    ASSERT_EQ(parse_rules(R"({"rules": [{"collective": "alltoallv", "skew": [10, null], "algorithm": "scattered"},
+        {"collective": "alltoallv", "algorithm": "pairwise"}]})",
+                          "r.json", &skewed),
+              LOOM_SUCCESS);
+    EXPECT_EQ(match_rule(skewed, a)->algorithms[0], "scattered");
+    a.count_matrix[1] = 16;
+    EXPECT_EQ(skew_of(a), 1u);
+    EXPECT_EQ(match_rule(skewed, a)->algorithms[0], "pairwise");
     a.count_matrix.clear();  // not gathered: only the rule without a size matches
     r = match_rule(set, a);
     ASSERT_NE(r, nullptr);
