@@ -102,8 +102,9 @@ static int64_t *row(const mca_coll_loom_request_t *r, int k) {
 }
 
 /* Starts the libloom collective of `r`. Written out rather than generated
- * from COLL_LOOM_COLLECTIVES: cases with a default make GCC emit a compare
- * tree, cheaper per call than the jump table it emits without one. */
+ * from COLL_LOOM_COLLECTIVES, alltoall as the default: with five cases and
+ * no default GCC emitted a jump table, dearer per call than a compare tree
+ * (the vector collectives' two cases came later, not measured so). */
 static int start_one(mca_coll_loom_request_t *r) {
     loom_comm_t lc = r->module->loom;
     int rc;
