@@ -164,7 +164,7 @@ int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl-
     CollArgs a;
     a.collective = Collective::allreduce;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, op, true, req, launch);
+    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
 }
 
 Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
@@ -197,7 +197,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     CollArgs a;
     a.collective = Collective::reduce_scatter_block;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, op, true, req, launch);
+    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
 }
 
 [[gnu::always_inline]] inline Status make_gather_like(Collective c, const void *s, void *r, int64_t count,
@@ -207,7 +207,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     CollArgs a;
     a.collective = c;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
+    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
 }
 
 // One rank's blocks of a vector collective: counts and displacements checked
