@@ -60,6 +60,21 @@ struct ShmOptions {
     int nodes = 1;
 };
 
+// Shared memory cut fine, for the matrices: rings of 4 cells of 24 bytes, so
+// messages go in many cells and senders find rings full; those of 100-300
+// bytes go by single copy, larger ones by the base transport; rank r on
+// emulated node r % nodes.
+inline ShmOptions tiny_rings(int nodes) {
+    ShmOptions shm;
+    shm.geometry.cells = 4;
+    shm.geometry.cell_payload = 24;
+    shm.max_bytes = 300;
+    shm.single_copy.mode = SingleCopyPolicy::always;
+    shm.single_copy.min_bytes = 100;
+    shm.nodes = nodes;
+    return shm;
+}
+
 inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::unique_ptr<Transport>> &transports) {
     const int p = static_cast<int>(transports.size());
     for (int node = 0; node < o.nodes && node < p; ++node) {

@@ -253,13 +253,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
     int failures = 0, cases = 0;
     uint64_t seed = 7;
     for (int nodes : {1, 2, 3}) {
-        ShmOptions shm;
-        shm.geometry.cells = 4;
-        shm.geometry.cell_payload = 24;
-        shm.max_bytes = 300;
-        shm.single_copy.mode = SingleCopyPolicy::always;
-        shm.single_copy.min_bytes = 100;
-        shm.nodes = nodes;
+        const ShmOptions shm = tiny_rings(nodes);
         for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
             // Node-aware algorithms see the nodes the rings emulate.
             std::vector<int> labels(p);

@@ -244,13 +244,7 @@ TEST_P(VectorMatrix, MatchesReferenceOverSharedMemory) {
     int failures = 0;
     uint32_t seed = 99;
     for (int nodes : {1, 2, 3}) {
-        ShmOptions shm;
-        shm.geometry.cells = 4;
-        shm.geometry.cell_payload = 24;
-        shm.max_bytes = 300;
-        shm.single_copy.mode = SingleCopyPolicy::always;
-        shm.single_copy.min_bytes = 100;
-        shm.nodes = nodes;
+        const ShmOptions shm = tiny_rings(nodes);
         for (int p : {1, 2, 3, 5, 8, 9, 17})
             for (Shape shape : kShapes)
                 for (bool in_place : {false, true}) {
