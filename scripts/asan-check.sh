@@ -26,7 +26,8 @@ ucx=no
 [ -n "$(sed -n 's/^UCX_LIBS = *//p' Makefile)" ] && ucx=yes
 make -j"$(nproc)" "$opt" src/libloom.la >/dev/null
 programs="tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread
-    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report perf/loom-soak"
+    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report perf/loom-soak pmpi/libloom-mpi.la
+    tests/mpi/test_component_linked"
 # Not test_persistent: it replaces malloc and free with glibc's to count
 # allocations, so memory from ASan's allocator reaches glibc's free.
 [ $coll = yes ] && programs="$programs coll/mca_coll_loom.la tests/mpi/test_component tests/mpi/test_comm_lifecycle
@@ -151,6 +152,11 @@ for np in 2 3; do
     run $np "$ok" -x ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0" -x LOOM_SHARED_MEMORY=0 \
         ./tests/mpi/test_hang_report -c alltoall -n 1024
     run $np "^loom-soak np=$np seed=[0-9]*: [0-9]* calls, 0 failures" ./perf/loom-soak -n 100000 -t 20
+    # libloom-mpi, linked (the program's ASan runtime comes first), with and
+    # without the progress thread.
+    ok="^test_component np=$np: 0 failures"
+    run $np "$ok" -x LOOM_MPI_STATS=1 ./tests/mpi/test_component_linked
+    run $np "$ok" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_component_linked
     [ $coll = yes ] || continue
     # coll/loom: the default selection over shared memory, the PML alone
     # and both mixed, emulated nodes, the progress thread; communicators

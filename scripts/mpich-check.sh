@@ -22,7 +22,9 @@ cd build-mpich
 grep -q "^MPIEXEC = $launcher$" Makefile || { echo "FAIL: configure did not pick $launcher"; exit 1; }
 make -j"$(nproc)" src/libloom.la src/loom-info perf/loom-bench \
     tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread \
-    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch perf/loom-soak >/dev/null
+    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch perf/loom-soak \
+    pmpi/libloom-mpi.la tests/mpi/test_component tests/mpi/test_component_linked tests/mpi/test_comm_lifecycle \
+    tests/mpi/bad_input >/dev/null
 # Linked against MPICH, not Open MPI.
 if ! ldd src/.libs/libloom.so | grep -q libmpich || ldd src/.libs/libloom.so | grep -q libmpi.so; then
     echo "FAIL: libloom is not linked against MPICH alone:"; ldd src/.libs/libloom.so | grep -i mpi
@@ -33,9 +35,10 @@ rc=0
 # The runs that can depend on the MPI beneath (LOOM_TESTS_MPI_ONLY): the
 # others exercise Loom alone and run in the suite under Open MPI.
 LOOM_TESTS_MPI_ONLY=1 MPIEXEC=$launcher top_builddir=. sh ../tests/mpi/run_mpi_tests.sh >run_mpi_tests.log 2>&1 || rc=$?
-grep -E "^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" run_mpi_tests.log || true
-pass=$(grep -c " 0 failures$\|^PASS: " run_mpi_tests.log || true)
-fail=$(grep -c "^FAIL: " run_mpi_tests.log || true)
+MPIEXEC=$launcher top_builddir=. sh ../tests/mpi/run_pmpi_tests.sh >run_pmpi_tests.log 2>&1 || rc=$?
+grep -hE "^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" run_mpi_tests.log run_pmpi_tests.log || true
+pass=$(cat run_mpi_tests.log run_pmpi_tests.log | grep -c " 0 failures$\|^PASS: " || true)
+fail=$(cat run_mpi_tests.log run_pmpi_tests.log | grep -c "^FAIL: " || true)
 [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-echo "mpich-check: $pass passed, $fail failed under $launcher in $(( $(date +%s) - start )) s (log: build-mpich/run_mpi_tests.log)"
+echo "mpich-check: $pass passed, $fail failed under $launcher in $(( $(date +%s) - start )) s (logs: build-mpich/run_mpi_tests.log, build-mpich/run_pmpi_tests.log)"
 exit $rc

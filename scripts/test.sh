@@ -16,7 +16,8 @@ make -j"$(nproc)" >/dev/null
 make -j"$(nproc)" perf >/dev/null
 rc=0
 make -j"$(nproc)" check || rc=$?
-for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_component_tests.sh.log \
+for log in tests/unit/loom_unit_tests.log tests/mpi/run_mpi_tests.sh.log tests/mpi/run_pmpi_tests.sh.log \
+    tests/mpi/run_component_tests.sh.log \
     tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log cuda/loom-kernel-check.log; do
     [ -f "$log" ] && grep -E "^\[  (PASSED|FAILED)  \]|^test_mpi_.*failures$|^(PASS|FAIL|SKIP):" "$log" || true
 done
@@ -25,9 +26,9 @@ unit_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}.*/\1/p' tests/unit
 unit_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' tests/unit/loom_unit_tests.log 2>/dev/null || echo 0)
 mpi_pass=$(grep -c " 0 failures$\|^PASS: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
 mpi_fail=$(grep -c "^FAIL: " tests/mpi/run_mpi_tests.sh.log 2>/dev/null || true)
-# coll/loom: one PASS/FAIL line per mpirun (np x forced algorithms) and per tool check
-comp_pass=$(grep -c "^PASS: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
-comp_fail=$(grep -c "^FAIL: " tests/mpi/run_component_tests.sh.log 2>/dev/null || true)
+# coll/loom and libloom-mpi: one PASS/FAIL line per mpirun (np x forced algorithms) and per tool check
+comp_pass=$(cat tests/mpi/run_component_tests.sh.log tests/mpi/run_pmpi_tests.sh.log 2>/dev/null | grep -c "^PASS: " || true)
+comp_fail=$(cat tests/mpi/run_component_tests.sh.log tests/mpi/run_pmpi_tests.sh.log 2>/dev/null | grep -c "^FAIL: " || true)
 # The cluster-in-a-box tests (the testbed, Slurm on it): PASS lines, or
 # SKIP with its reason where namespaces or Slurm are not available.
 bed_pass=$(cat tests/mpi/run_testbed_test.sh.log tests/mpi/run_slurm_test.sh.log 2>/dev/null | grep -c "^PASS: " || true)

@@ -3,7 +3,8 @@
 # tests and the MPI test programs with -fsanitize=thread in build-tsan/,
 # then runs the unit tests that use threads (ranks as threads, the progress
 # thread) and the MPI tests with the thread on (communicators made, used and
-# freed around it among them). Any report fails the run.
+# freed around it among them; libloom-mpi's request table beside it). Any
+# report fails the run.
 # Usage: sh scripts/tsan-check.sh   (from the source tree; run by .ci/run)
 set -eu
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ cd build-tsan
 [ -f Makefile ] || ../configure --quiet --enable-sanitizers=thread
 make -j"$(nproc)" src/libloom.la >/dev/null
 make -j"$(nproc)" tests/unit/loom_unit_tests tests/mpi/test_progress_thread tests/mpi/test_mpi_collectives \
-    tests/mpi/test_comm_lifecycle_libloom >/dev/null
+    tests/mpi/test_comm_lifecycle_libloom pmpi/libloom-mpi.la tests/mpi/test_component_linked >/dev/null
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 # UCX's memory hooks patch madvise and mmap, which ThreadSanitizer also
 # intercepts: a thread's exit then crashes in ucm_madvise.
@@ -34,7 +35,9 @@ for np in 2 3; do
         timeout 600 mpirun --oversubscribe -np "$np" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_mpi_collectives \
             >>tsan-mpi.log 2>&1 &&
         timeout 600 mpirun --oversubscribe -np "$np" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_comm_lifecycle_libloom \
-            -l 20 -t 300 >>tsan-mpi.log 2>&1; then
+            -l 20 -t 300 >>tsan-mpi.log 2>&1 &&
+        timeout 600 mpirun --oversubscribe -np "$np" -x LOOM_PROGRESS_THREAD=on ./tests/mpi/test_component_linked \
+            >>tsan-mpi.log 2>&1; then
         echo "PASS: tsan MPI tests np=$np with the progress thread on"
     else
         echo "FAIL: tsan MPI tests np=$np"

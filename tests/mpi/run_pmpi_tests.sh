@@ -1,0 +1,172 @@
+#!/bin/sh
+# libloom-mpi, Loom for plain MPI programs without coll/loom, under the MPI
+# this build was configured with (Open MPI's mpirun, or MPICH's mpiexec in
+# scripts/mpich-check.sh):
+#   - test_component (every collective, blocking, nonblocking and
+#     persistent, on several communicators, calls Loom hands down) with the
+#     library preloaded at 1-5 ranks; Loom's statistics must show every
+#     collective handled and every Loom communicator freed; then the same
+#     program without it (the MPI's own collectives, same verdict), and
+#     linked against the library instead of preloaded;
+#   - the same with Loom's progress thread driving the calls;
+#   - test_comm_lifecycle: communicators made and freed in loops leave no
+#     Loom communicator behind;
+#   - loom-bench --api mpi -c (an OSU-style benchmark validating every
+#     result) for every collective, blocking and nonblocking;
+#   - a wrong argument is the MPI's error, with Loom's message.
+set -u
+MPIEXEC=${MPIEXEC:-mpirun}
+build=${top_builddir:-.}
+lib="$build/pmpi/.libs/libloom-mpi.so"
+if [ ! -f "$lib" ]; then
+    echo "SKIP: $lib was not built"
+    exit 77
+fi
+if ! command -v "$MPIEXEC" >/dev/null 2>&1; then
+    echo "SKIP: no MPI launcher ($MPIEXEC) found"
+    exit 77
+fi
+lib=$(cd "$(dirname "$lib")" && pwd)/libloom-mpi.so
+libdir=$(cd "$build/src/.libs" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The launchers pass variables to the ranks differently; the launcher itself
+# must not load the library.
+open_mpi=0
+"$MPIEXEC" --version 2>&1 | grep -q "Open MPI" && open_mpi=1
+if [ "$open_mpi" -eq 1 ]; then
+    env_flag() { printf -- '-x %s=%s' "$1" "$2"; }
+    launch() { timeout 300 "$MPIEXEC" --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1 "$@"; }
+    # Open MPI 4.1's op/avx saturates 8-bit sums (open-mpi/ompi#8045), which
+    # test_component's uint8 reduce_scatter sees when Open MPI runs it.
+    own_flags="--mca op ^avx"
+else
+    own_flags=
+    env_flag() { printf -- '-genv %s %s' "$1" "$2"; }
+    launch() { timeout 300 "$MPIEXEC" "$@"; }
+fi
+preload_quiet="$(env_flag LD_PRELOAD "$lib") $(env_flag LD_LIBRARY_PATH "$libdir")"
+preload="$preload_quiet $(env_flag LOOM_MPI_STATS 1)"
+status=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    tail -20 "$log"
+    status=1
+}
+
+# stats_ok LABEL COLLECTIVES: each named collective handled by Loom at least
+# once, and every Loom communicator made was freed.
+stats_ok() {
+    for wanted in $2; do
+        if ! grep -Eq "^  $wanted +[1-9][0-9]* " "$log"; then
+            fail "$1: Loom's statistics do not show $wanted handled"
+            return 1
+        fi
+    done
+    line=$(grep "loom communicators:" "$log")
+    made=$(echo "$line" | sed -n 's/.*: \([0-9]*\) created, \([0-9]*\) freed with.*, \([0-9]*\) freed at.*/\1 \2 \3/p')
+    set -- $made
+    if [ $# -ne 3 ] || [ "$1" -ne $(($2 + $3)) ] || [ "$1" -lt 1 ]; then
+        fail "$1: Loom communicators made and freed do not balance: $line"
+        return 1
+    fi
+    return 0
+}
+
+all="allreduce reduce_scatter reduce_scatter_block allgather alltoall alltoallv allgatherv"
+for np in 1 2 3 4 5; do
+    # shellcheck disable=SC2086 # the flags are words
+    if launch -n "$np" $preload "$build/tests/mpi/test_component" >"$log" 2>&1 &&
+        grep -q "^test_component np=$np: 0 failures" "$log"; then
+        stats_ok "test_component np=$np preloaded" "$all" &&
+            echo "PASS: test_component np=$np with libloom-mpi preloaded: 0 failures, $(grep 'loom communicators:' "$log" | sed 's/^ *//')"
+    else
+        fail "test_component np=$np with libloom-mpi preloaded"
+    fi
+done
+# Loom's progress thread: its MPI calls pass beside the program's.
+# shellcheck disable=SC2086
+if launch -n 3 $preload $(env_flag LOOM_PROGRESS_THREAD on) "$build/tests/mpi/test_component" >"$log" 2>&1 &&
+    grep -q "^test_component np=3: 0 failures" "$log" &&
+    grep -Eq "^  MPI_COMM_WORLD: .*progress thread: on: [1-9][0-9]* calls driven by the thread" "$log"; then
+    stats_ok "test_component np=3 with the progress thread" "$all" &&
+        echo "PASS: test_component np=3 with libloom-mpi preloaded and the progress thread: 0 failures, $(sed -n 's/.*progress thread: on: //p' "$log")"
+else
+    fail "test_component np=3 with libloom-mpi preloaded and the progress thread"
+fi
+# The MPI's own collectives: the same verdict, no Loom. MPICH 4.0's own
+# MPI_Allgatherv on a one-rank communicator ignores displs (it writes the
+# block at the start of recvbuf), which test_component reports; nothing
+# else may fail.
+# shellcheck disable=SC2086
+if launch -n 4 $own_flags "$build/tests/mpi/test_component" >"$log" 2>&1 && grep -q "^test_component np=4: 0 failures" "$log" &&
+    ! grep -q "loom-mpi stats" "$log"; then
+    echo "PASS: test_component np=4 without libloom-mpi: 0 failures"
+elif [ "$open_mpi" -eq 0 ] && grep -q "^test_component np=4: [1-9][0-9]* failures" "$log" &&
+    ! grep " p=[0-9]" "$log" | grep -v "allgatherv p=1 " | grep -q . && ! grep -q "loom-mpi stats" "$log"; then
+    echo "PASS: test_component np=4 without libloom-mpi: only $MPIEXEC's own defect, MPI_Allgatherv on one rank ignoring displs ($(grep -c "allgatherv p=1 " "$log") reports)"
+else
+    fail "test_component np=4 without libloom-mpi"
+fi
+# Linked, not preloaded.
+# shellcheck disable=SC2086
+if launch -n 3 $(env_flag LD_LIBRARY_PATH "$(cd "$build/pmpi/.libs" && pwd):$libdir") $(env_flag LOOM_MPI_STATS 1) \
+    "$build/tests/mpi/test_component_linked" >"$log" 2>&1 && grep -q "^test_component np=3: 0 failures" "$log"; then
+    stats_ok "test_component_linked np=3" "$all" && echo "PASS: test_component_linked np=3 (linked against libloom-mpi): 0 failures"
+else
+    fail "test_component_linked np=3 (linked against libloom-mpi)"
+fi
+
+# Communicators in loops: every Loom communicator freed with its MPI one,
+# but for MPI_COMM_WORLD's and MPI_COMM_SELF's, freed at MPI_Finalize.
+for np in 3 4; do
+    # shellcheck disable=SC2086
+    if launch -n "$np" $preload "$build/tests/mpi/test_comm_lifecycle" -l 10 -t 120 >"$log" 2>&1 &&
+        grep -q "^test_comm_lifecycle np=$np: .* 0 failures" "$log"; then
+        at_finalize=$(sed -n 's/.*, \([0-9]*\) freed at MPI_Finalize.*/\1/p' "$log")
+        if stats_ok "test_comm_lifecycle np=$np" "allreduce alltoall" && [ "${at_finalize:-9}" -le 2 ]; then
+            echo "PASS: test_comm_lifecycle np=$np with libloom-mpi preloaded: $(grep 'loom communicators:' "$log" | sed 's/^ *//')"
+        elif [ "${at_finalize:-9}" -gt 2 ]; then
+            fail "test_comm_lifecycle np=$np: ${at_finalize:-?} Loom communicators were left for MPI_Finalize"
+        fi
+    else
+        fail "test_comm_lifecycle np=$np with libloom-mpi preloaded"
+    fi
+done
+
+# An OSU-style benchmark validating every result.
+for coll in allreduce reduce_scatter reduce_scatter_block allgather alltoall alltoallv allgatherv iallreduce ialltoallv; do
+    # shellcheck disable=SC2086
+    if launch -n 4 $preload "$build/perf/loom-bench" "$coll" --api mpi -c -m 1:262144 -i 20 -x 2 >"$log" 2>&1; then
+        base=${coll#i}
+        stats_ok "loom-bench $coll" "$base" && echo "PASS: loom-bench $coll --api mpi -c np=4 with libloom-mpi preloaded"
+    else
+        fail "loom-bench $coll --api mpi -c np=4 with libloom-mpi preloaded"
+    fi
+done
+
+# Bad input (tests/mpi/bad_input.c): every case ends, every rank with the
+# same class, an error where Open MPI's own collectives give one. Under
+# Open MPI the classes are those of bad_input.expected; other MPIs number
+# them differently.
+# shellcheck disable=SC2086
+launch -n 3 $preload_quiet "$build/tests/mpi/bad_input" --null-buffer >"$log" 2>/dev/null
+expected="$(dirname "$0")/bad_input.expected"
+if [ "$open_mpi" -eq 1 ]; then
+    if diff "$expected" "$log" >/dev/null; then
+        echo "PASS: bad input with libloom-mpi preloaded: $(wc -l <"$log") cases, each with Open MPI's error class"
+    else
+        fail "bad input with libloom-mpi preloaded (expected, then got): $(diff "$expected" "$log")"
+    fi
+elif awk -F'  +' 'NR == FNR { want[FNR] = ($2 !~ /^0 /); n = FNR; next }
+        { split($2, got, " "); for (i = 2; i <= 3; ++i) if (got[i] != got[1]) exit 1
+          if ((got[1] != 0) != want[FNR]) exit 1; rows++ }
+        END { exit rows == n ? 0 : 1 }' "$expected" "$log"; then
+    echo "PASS: bad input with libloom-mpi preloaded: $(wc -l <"$log") cases, an error on every rank where Open MPI gives one"
+else
+    fail "bad input with libloom-mpi preloaded (Open MPI's classes, then these): $(paste -d'\n' "$expected" "$log")"
+fi
+
+exit $status
