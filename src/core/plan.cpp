@@ -273,6 +273,57 @@ void set_uniform_blocks(CollArgs &a, size_t block) {
     }
 }
 
+void set_skewed_blocks(CollArgs &a, size_t block, size_t skew) {
+    set_uniform_blocks(a, block);
+    const size_t p = static_cast<size_t>(a.nranks);
+    if (p < 2 || skew <= 1) return;
+    skew = std::min(skew, p);
+    // Rank 0's blocks take `skew` means; the other p - 1 share what is left of p means.
+    const size_t hot = skew * block, cold = (p - skew) * block / (p - 1);
+    auto skewed = [&](size_t r) { return r == 0 ? hot : cold; };
+    if (a.collective == Collective::alltoallv) {
+        for (size_t s = 0; s < p; ++s)
+            for (size_t d = 0; d < p; ++d) a.count_matrix[s * p + d] = skewed(d);
+        a = rank_args(a, 0);
+    } else {
+        size_t at = 0;
+        for (size_t r = 0; r < p; ++r) {
+            a.recv_counts[r] = skewed(r);
+            a.recv_displs[r] = at;
+            at += a.recv_counts[r];
+        }
+        a.count = a.recv_counts[0];
+    }
+}
+
+CollArgs rank_args(const CollArgs &a, int rank) {
+    const size_t p = static_cast<size_t>(a.nranks), me = static_cast<size_t>(rank);
+    CollArgs mine = a;
+    if (a.collective == Collective::allgatherv && a.recv_counts.size() == p) {
+        mine.count = a.recv_counts[me];
+    } else if (a.collective == Collective::alltoallv && a.count_matrix.size() == p * p) {
+        mine.send_counts.resize(p);
+        mine.recv_counts.resize(p);
+        mine.send_displs.resize(p);
+        mine.recv_displs.resize(p);
+        size_t sent = 0, received = 0;
+        for (size_t peer = 0; peer < p; ++peer) {
+            mine.send_counts[peer] = a.count_matrix[me * p + peer];
+            mine.recv_counts[peer] = a.count_matrix[peer * p + me];
+            mine.send_displs[peer] = sent;
+            mine.recv_displs[peer] = received;
+            sent += mine.send_counts[peer];
+            received += mine.recv_counts[peer];
+        }
+        // In place, the send side is the receive side (the counts are symmetric then).
+        if (a.in_place) {
+            mine.send_counts = mine.recv_counts;
+            mine.send_displs = mine.recv_displs;
+        }
+    }
+    return mine;
+}
+
 size_t extent_of(const std::vector<size_t> &counts, const std::vector<size_t> &displs) {
     size_t end = 0;
     for (size_t i = 0; i < counts.size(); ++i)

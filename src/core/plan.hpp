@@ -277,5 +277,15 @@ size_t extent_of(const std::vector<size_t> &counts, const std::vector<size_t> &d
 // holds `block` elements, laid out in rank order: what --explain and
 // loom_comm_prepare describe.
 void set_uniform_blocks(CollArgs &a, size_t block);
+// Makes `a` a vector collective of mean block `block` whose blocks toward
+// rank 0 (alltoallv: what every rank sends it; allgatherv: its shard) are
+// `skew` times the mean, the others smaller, so that skew_of(a) is `skew`
+// (at most the rank count): a popular expert, as --explain describes it.
+void set_skewed_blocks(CollArgs &a, size_t block, size_t skew);
+// The arguments rank `rank` passes in a call every rank's counts of which
+// `a` knows (alltoallv: count_matrix; allgatherv: recv_counts), its blocks
+// laid out in rank order; `a` itself otherwise. The cost model prices every
+// rank's own program with them.
+CollArgs rank_args(const CollArgs &a, int rank);
 
 }  // namespace loom

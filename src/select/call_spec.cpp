@@ -14,6 +14,8 @@ namespace {
 
 // The most ranks a description may give, by np= or by nodes= times ppn=.
 constexpr long long kMaxRanks = 1 << 20;
+// alltoallv's: its count matrix of 4096 x 4096 takes 128 MiB.
+constexpr long long kMaxAlltoallvRanks = 4096;
 
 bool read_int(const std::string &v, long long lo, long long hi, long long *out) {
     char *end = nullptr;
@@ -69,7 +71,7 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
     long long bytes = 0;
     if (!parse_size(size_word, &bytes) || bytes < 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: '" + size_word + "' is not a message size (e.g. 1MiB)");
-    long long nodes = 1, ppn = 0, np = 0, rails = 1;
+    long long nodes = 1, ppn = 0, np = 0, rails = 1, skew = 1;
     size_t elem = 4;
     std::string type_name = "float";
     while (words >> w) {
@@ -81,12 +83,13 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         else if (key == "ppn") ok = read_int(value, 1, 1 << 12, &ppn);
         else if (key == "np") ok = read_int(value, 1, kMaxRanks, &np);
         else if (key == "rails") ok = read_int(value, 1, 64, &rails);
+        else if (key == "skew") ok = read_int(value, 1, kMaxRanks, &skew);
         else if (key == "type") ok = element_size(value, &elem), type_name = value;
         else if (key == "memory") ok = memory_type_from_name(value, &a.memory);
         else
             return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: unknown word '" + w +
                                                        "' (known: nodes=N ppn=N np=N rails=N type=NAME "
-                                                       "memory=host|cuda|cuda_managed in_place)");
+                                                       "memory=host|cuda|cuda_managed in_place skew=S)");
         if (!ok)
             return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: bad value in '" + w + "'" +
                                                        (key == "type" ? " (a datatype name as loom-info -d lists them)"
@@ -102,6 +105,13 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
     if (np > nodes * ppn || np < nodes)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: np=" + std::to_string(np) + " does not fit nodes=" +
                                                    std::to_string(nodes) + " ppn=" + std::to_string(ppn));
+    // Every rank's alltoallv counts, np x np, are what the model and the rules read.
+    if (a.collective == Collective::alltoallv && np > kMaxAlltoallvRanks)
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "explain: alltoallv on " + std::to_string(np) +
+                        " ranks: every rank's counts (np x np) would take " +
+                        std::to_string(np * np * static_cast<long long>(sizeof(size_t)) >> 20) + " MiB; at most " +
+                        std::to_string(kMaxAlltoallvRanks) + " ranks");
     a.nranks = static_cast<int>(np);
     a.elem_size = elem;
     const size_t elems = static_cast<size_t>(bytes) / elem;
@@ -114,10 +124,17 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
             a.recv_counts.assign(static_cast<size_t>(np), elems / static_cast<size_t>(np));
             break;
         case Collective::alltoallv:
-        case Collective::allgatherv: set_uniform_blocks(a, elems); break;
+        case Collective::allgatherv: set_skewed_blocks(a, elems, static_cast<size_t>(skew)); break;
     }
-    // An alltoallv gathers every rank's counts only across nodes (alltoallv_gather_counts auto).
-    if (nodes < 2) a.count_matrix.clear();
+    if (skew > 1 && a.collective != Collective::alltoallv && a.collective != Collective::allgatherv)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: skew= describes alltoallv and allgatherv counts only");
+    if (skew > np)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: skew=" + std::to_string(skew) + " is more than the " +
+                                                   std::to_string(np) +
+                                                   " ranks (skew is the largest block over the mean)");
+    // An alltoallv gathers every rank's counts only across nodes (alltoallv_gather_counts auto);
+    // skewed counts on one node keep them, for the model to price every rank's own blocks.
+    if (nodes < 2 && skew == 1) a.count_matrix.clear();
     std::vector<int> labels(static_cast<size_t>(np));
     for (long long r = 0; r < np; ++r) labels[static_cast<size_t>(r)] = static_cast<int>(r / ppn);
     spec.nodes = std::make_unique<NodeMap>(NodeMap::from_labels(labels, static_cast<int>(rails)));

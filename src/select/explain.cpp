@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "node_map.hpp"
+#include "select/rules.hpp"
 
 namespace loom {
 namespace {
@@ -36,6 +37,8 @@ std::string call_text(const CollArgs &a) {
         s += " (one node)";
     }
     if (a.memory != MemoryType::host) s += " on " + std::string(memory_type_name(a.memory)) + " memory";
+    const size_t skew = skew_of(a);
+    if (skew > 1) s += ", skew " + std::to_string(skew) + " (largest block over the mean)";
     return s;
 }
 

@@ -27,7 +27,7 @@ void usage(FILE *f) {
     std::fprintf(
         f,
         "usage: loom-info [-a|--algorithms] [-p|--params] [-d|--datatypes] [-t|--topology] [-v|--version] [-h|--help]\n"
-        "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place]\"\n"
+        "       loom-info --explain \"COLLECTIVE SIZE [nodes=N] [ppn=N] [np=N] [rails=N] [type=NAME] [in_place] [skew=S]\"\n"
         "With no option, prints everything but the topology. --topology runs under mpirun\n"
         "(mpirun -np 4 loom-info --topology; LOOM_TOPOLOGY=nodes=2 emulates nodes). --explain says\n"
         "which algorithm Loom would choose for such a call and why, with the cost model's\n"

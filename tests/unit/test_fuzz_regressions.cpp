@@ -87,6 +87,17 @@ TEST(FuzzRegressions, CallDescriptionWithTooManyRanksIsRefused) {
                  "explain: nodes=65536 ppn=4096 makes 268435456 ranks, more than the 1048576 np= allows");
 }
 
+// Found with the call description's target: an alltoallv on 10^5 ranks
+// made every rank's counts, 10^10 of them, and ended in std::bad_alloc.
+TEST(FuzzRegressions, AlltoallvDescriptionTooLargeForItsCountMatrixIsRefused) {
+    CallSpec spec;
+    ASSERT_EQ(parse_call_spec("alltoallv 1KiB np=100000", Config(), &spec), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_STREQ(last_error_message(),
+                 "explain: alltoallv on 100000 ranks: every rank's counts (np x np) would take 76293 MiB; at most "
+                 "4096 ranks");
+    EXPECT_EQ(parse_call_spec("alltoallv 1KiB np=4096", Config(), &spec), LOOM_SUCCESS) << last_error_message();
+}
+
 // Found with the parameters' target: a size whose bytes overflow a long
 // long (signed overflow); 2^34 GiB wrapped to 0 and was taken as 0.
 TEST(FuzzRegressions, SizeTooLargeForALongLongIsRefused) {

@@ -259,6 +259,60 @@ TEST(Explain, RanksEveryAlgorithmAndAgreesWithTheModel) {
         EXPECT_EQ(parse_call_spec(bad, config, &spec), LOOM_ERR_INVALID_ARGUMENT) << bad;
 }
 
+// skew=S describes a popular expert: every rank sends rank 0 S mean blocks
+// (allgatherv: rank 0's shard is S means), the rule sees that skew, and the
+// model prices each rank's own program (the hot receiver's is the longest).
+TEST(Explain, SkewDescribesEveryRanksCountsAndTheModelPricesEachRanksOwn) {
+    Config config;
+    CallSpec uniform, skewed;
+    ASSERT_EQ(parse_call_spec("alltoallv 1MiB nodes=4 ppn=2 skew=4", config, &skewed), LOOM_SUCCESS)
+        << last_error_message();
+    ASSERT_EQ(parse_call_spec("alltoallv 1MiB nodes=4 ppn=2", config, &uniform), LOOM_SUCCESS);
+    const CollArgs &a = skewed.args;
+    const size_t p = 8, mean = (1u << 20) / 4;
+    ASSERT_EQ(a.count_matrix.size(), p * p);
+    EXPECT_EQ(skew_of(a), 4u);
+    EXPECT_EQ(skew_of(uniform.args), 1u);
+    for (size_t s = 0; s < p; ++s) {
+        EXPECT_EQ(a.count_matrix[s * p], 4 * mean);
+        size_t row = 0;
+        for (size_t d = 0; d < p; ++d) row += a.count_matrix[s * p + d];
+        EXPECT_LE(row, p * mean);
+        EXPECT_GT(row, p * mean - p);  // the cold blocks round down
+    }
+    // Each rank's own arguments: its row to send, its column to receive, packed.
+    for (int r = 0; r < 8; ++r) {
+        const CollArgs mine = rank_args(a, r);
+        size_t at = 0;
+        for (size_t peer = 0; peer < p; ++peer) {
+            EXPECT_EQ(mine.send_counts[peer], a.count_matrix[static_cast<size_t>(r) * p + peer]);
+            EXPECT_EQ(mine.recv_counts[peer], a.count_matrix[peer * p + static_cast<size_t>(r)]);
+            EXPECT_EQ(mine.recv_displs[peer], at);
+            at += mine.recv_counts[peer];
+        }
+    }
+    EXPECT_EQ(rank_args(a, 0).recv_counts, std::vector<size_t>(p, 4 * mean));
+    Explanation e;
+    ASSERT_EQ(explain_selection(config, a, &e, skewed.knobs), LOOM_SUCCESS);
+    EXPECT_EQ(e.selection.algorithm->name, std::string("scattered"));  // the built-in rule for skew >= 2
+    const std::string table = format_explanation(a, e);
+    EXPECT_NE(table.find("skew 4"), std::string::npos) << table;
+    const AlgorithmInfo *pairwise = find_algorithm(Collective::alltoallv, "pairwise");
+    ASSERT_NE(pairwise, nullptr);
+    double flat = 0, hot = 0;
+    ASSERT_EQ(predict_time(*pairwise, uniform.args, uniform.knobs, model_for(config), &flat), LOOM_SUCCESS);
+    ASSERT_EQ(predict_time(*pairwise, a, skewed.knobs, model_for(config), &hot), LOOM_SUCCESS);
+    EXPECT_GT(hot, 1.5 * flat) << "rank 0 receives 4 means from every rank";
+
+    ASSERT_EQ(parse_call_spec("allgatherv 64KiB nodes=2 ppn=2 skew=2", config, &skewed), LOOM_SUCCESS);
+    EXPECT_EQ(skew_of(skewed.args), 2u);
+    EXPECT_EQ(skewed.args.count, skewed.args.recv_counts[0]);
+    EXPECT_EQ(rank_args(skewed.args, 3).count, skewed.args.recv_counts[3]);
+    EXPECT_LT(skewed.args.recv_counts[3], skewed.args.recv_counts[0]);
+    for (const char *bad : {"allreduce 1MiB skew=2", "alltoallv 1MiB np=4 skew=5", "alltoallv 1MiB skew=0"})
+        EXPECT_EQ(parse_call_spec(bad, config, &skewed), LOOM_ERR_INVALID_ARGUMENT) << bad;
+}
+
 // Alltoall blocks above one ring message but within a whole ring go through
 // the rings in pieces; the scattered plan then sends each block in pieces.
 TEST(Explain, AlltoallBlocksThatFitARingTravelInPieces) {
