@@ -12,7 +12,7 @@
 # neither is used here.
 usage() {
     cat >&2 <<EOF
-usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d] [-w] [-t PCT] [-f K] [BUILD | OLD_BUILD NEW_BUILD]
+usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d | -p] [-w] [-t PCT] [-f K] [BUILD | OLD_BUILD NEW_BUILD]
   BUILD       build directory (default build/); with two, compares: new/old per row,
               exit 1 when a total or non-mem* ratio is above 1 + PCT/100
   -s SIZES    bytes, comma-separated (default 8,65536)
@@ -20,6 +20,7 @@ usage: $0 [-s SIZES] [-c COLLS] [-n N] [-x WARMUP] [-d] [-w] [-t PCT] [-f K] [BU
   -n N        timed calls of the shorter run; the other runs 2N (default 1000)
   -x WARMUP   warm-up calls in both runs (default 100)
   -d          Open MPI's default collectives (--mca coll ^loom) instead of coll/loom
+  -p          libloom-mpi preloaded (BUILD/pmpi), over Open MPI's default collectives, instead of coll/loom
   -w          count the whole process (all threads, start-up; noisier) instead of the MPI call
   -t PCT      compare threshold in percent (default 2)
   -f K        also list, per row, the K functions with the most instructions per call
@@ -28,11 +29,11 @@ EOF
     exit 2
 }
 sizes=8,65536 colls=allreduce,reduce_scatter,reduce_scatter_block,allgather,alltoall
-n=1000 warmup=100 default=0 whole=0 pct=2 functions=0
-while getopts s:c:n:x:dwt:f:h o; do
+n=1000 warmup=100 default=0 preload=0 whole=0 pct=2 functions=0
+while getopts s:c:n:x:dpwt:f:h o; do
     case $o in
         s) sizes=$OPTARG ;; c) colls=$OPTARG ;; n) n=$OPTARG ;; x) warmup=$OPTARG ;;
-        d) default=1 ;; w) whole=1 ;; t) pct=$OPTARG ;; f) functions=$OPTARG ;; *) usage ;;
+        d) default=1 ;; p) preload=1 ;; w) whole=1 ;; t) pct=$OPTARG ;; f) functions=$OPTARG ;; *) usage ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -47,6 +48,7 @@ run() {
     first=$(printf %s "$2" | cut -c1 | tr '[:lower:]' '[:upper:]')
     entry="*MPI_$first$(printf %s "$2" | cut -c2-)"
     if [ $default = 1 ]; then mca="--mca coll ^loom"
+    elif [ $preload = 1 ]; then mca="--mca coll ^loom -x LD_PRELOAD=$1/pmpi/.libs/libloom-mpi.so -x LD_LIBRARY_PATH=$1/src/.libs"
     else mca="--mca mca_base_component_path $1/coll/component-path:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 --mca coll_loom_priority 100"; fi
     if [ $whole = 1 ]; then collect=; else collect="--collect-atstart=no --toggle-collect=$entry"; fi
     out=$tmp/cg.out
@@ -88,6 +90,7 @@ done
 old=$(cd "$1" && pwd) && { [ $# = 1 ] || new=$(cd "$2" && pwd); } || exit 2
 side=coll/loom
 [ $default = 1 ] && side="Open MPI default (coll ^loom)"
+[ $preload = 1 ] && side="libloom-mpi preloaded"
 echo "# instructions per call, 1 rank, $side, (Ir(2N)-Ir(N))/N, N=$n, warm-up $warmup$([ $whole = 1 ] && echo ', whole process')"
 if [ $# = 1 ]; then
     printf '%-22s %8s %14s %14s\n' collective bytes Ir/call non-mem*/call
