@@ -65,13 +65,43 @@ int null_buffer(MPI_Comm comm, const char *function) {
     return report(comm, function, MPI_ERR_BUFFER, "a null buffer where the call has elements to read or write");
 }
 
+/* The last type, and type and op pair, this thread converted. Only
+ * predefined types and ops convert, and those are never freed, so a handle
+ * keeps its meaning. */
+struct Converted {
+    MPI_Datatype dtype = MPI_DATATYPE_NULL;
+    loom_datatype_t type = LOOM_BYTE;
+    size_t size = 1;
+    MPI_Datatype pair_dtype = MPI_DATATYPE_NULL;
+    MPI_Op pair_op = MPI_OP_NULL;
+    loom_datatype_t pair_type = LOOM_BYTE;
+    loom_op_t pair_lop = LOOM_SUM;
+};
+LOOM_MPI_THREAD_LOCAL Converted converted;
+
 bool loom_type(Collective c, MPI_Datatype dtype, loom_datatype_t *type) {
-    if (loom_datatype_from_mpi(dtype, type) == LOOM_SUCCESS) return true;
-    count_hand_down(c, HAND_DOWN_DATATYPE);
-    return false;
+    Converted &last = converted;
+    if (dtype == last.dtype && dtype != MPI_DATATYPE_NULL) {
+        *type = last.type;
+        return true;
+    }
+    if (loom_datatype_from_mpi(dtype, type) != LOOM_SUCCESS) {
+        count_hand_down(c, HAND_DOWN_DATATYPE);
+        return false;
+    }
+    last.dtype = dtype;
+    last.type = *type;
+    loom_datatype_size(*type, &last.size);
+    return true;
 }
 
 bool reduction(Collective c, MPI_Datatype dtype, MPI_Op op, loom_datatype_t *type, loom_op_t *lop) {
+    Converted &last = converted;
+    if (dtype == last.pair_dtype && op == last.pair_op && dtype != MPI_DATATYPE_NULL) {
+        *type = last.pair_type;
+        *lop = last.pair_lop;
+        return true;
+    }
     if (!loom_type(c, dtype, type)) return false;
     if (loom_op_from_mpi(op, lop) != LOOM_SUCCESS) {
         count_hand_down(c, HAND_DOWN_OP);
@@ -81,6 +111,10 @@ bool reduction(Collective c, MPI_Datatype dtype, MPI_Op op, loom_datatype_t *typ
         count_hand_down(c, HAND_DOWN_TYPE_OP);
         return false;
     }
+    last.pair_dtype = dtype;
+    last.pair_op = op;
+    last.pair_type = *type;
+    last.pair_lop = *lop;
     return true;
 }
 
@@ -96,6 +130,7 @@ bool movement(Collective c, const void *sbuf, MPI_Datatype sdtype, MPI_Datatype 
 }
 
 size_t element_size(loom_datatype_t type) {
+    if (type == converted.type) return converted.size;
     size_t size = 0;
     loom_datatype_size(type, &size);
     return size;
@@ -141,7 +176,7 @@ int finish(Collective c, const char *function, MPI_Comm comm, loom_comm_t lc, Fo
     return HAND_DOWN;
 }
 
-thread_local std::vector<int64_t> counts_a, counts_b, counts_c, counts_d;
+LOOM_MPI_THREAD_LOCAL std::vector<int64_t> counts_a, counts_b, counts_c, counts_d;
 
 int allreduce(Form form, const char *function, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
               MPI_Comm comm, MPI_Request *handle) {

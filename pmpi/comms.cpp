@@ -5,6 +5,7 @@
  * alive (MPI_COMM_WORLD's among them), at MPI_Finalize. Also the statistics
  * and the error reports.
  */
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,7 @@
 
 namespace loom_mpi {
 
-thread_local int inside_loom = 0;
+LOOM_MPI_THREAD_LOCAL int inside_loom = 0;
 
 namespace {
 
@@ -36,8 +37,17 @@ struct Cached {
     MPI_Comm mpi = MPI_COMM_NULL;
 };
 
-std::mutex mutex; /* the keyval, the live list and the statistics */
-int keyval = MPI_KEYVAL_INVALID;
+std::mutex mutex; /* the keyval's creation, the live list and the statistics */
+std::atomic<int> keyval{MPI_KEYVAL_INVALID};
+/* Bumped whenever a Loom communicator is freed: the threads' caches of the
+ * last communicator (whose handle the MPI may give a new one) are then stale. */
+std::atomic<uint64_t> frees{0};
+struct LastComm {
+    MPI_Comm mpi = MPI_COMM_NULL;
+    loom_comm_t loom = nullptr;
+    uint64_t frees = 0;
+};
+LOOM_MPI_THREAD_LOCAL LastComm last_comm;
 std::vector<Cached *> live; /* in creation order */
 uint64_t created = 0, freed_with_communicator = 0, freed_at_finalize = 0;
 bool finalizing = false;
@@ -63,6 +73,7 @@ bool stats_wanted() {
 int delete_cached(MPI_Comm, int, void *value, void *) {
     auto *cached = static_cast<Cached *>(value);
     InsideLoom inside;
+    frees.fetch_add(1, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(mutex);
         for (size_t i = 0; i < live.size(); ++i)
@@ -81,8 +92,9 @@ int delete_cached(MPI_Comm, int, void *value, void *) {
 std::string describe_world() {
     void *value = nullptr;
     int found = 0;
-    if (keyval == MPI_KEYVAL_INVALID || PMPI_Comm_get_attr(MPI_COMM_WORLD, keyval, &value, &found) != MPI_SUCCESS ||
-        !found || !static_cast<Cached *>(value)->loom)
+    if (keyval.load() == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(MPI_COMM_WORLD, keyval.load(), &value, &found) != MPI_SUCCESS || !found ||
+        !static_cast<Cached *>(value)->loom)
         return "no Loom communicator";
     loom_comm_t world = static_cast<Cached *>(value)->loom;
     std::string text;
@@ -131,35 +143,47 @@ const char *mpi_name(Collective c) { return mpi_names[c]; }
 
 loom_comm_t loom_comm_of(MPI_Comm comm) {
     if (comm == MPI_COMM_NULL) return nullptr;
-    {
+    LastComm &last = last_comm;
+    if (comm == last.mpi && last.frees == frees.load(std::memory_order_acquire)) return last.loom;
+    if (keyval.load(std::memory_order_acquire) == MPI_KEYVAL_INVALID) {
         std::lock_guard<std::mutex> lock(mutex);
-        if (keyval == MPI_KEYVAL_INVALID &&
-            PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr) != MPI_SUCCESS)
-            return nullptr;
-    }
-    void *value = nullptr;
-    int found = 0;
-    if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
-    if (found) return static_cast<Cached *>(value)->loom;
-    auto *cached = new Cached;
-    cached->mpi = comm;
-    int inter = 0;
-    PMPI_Comm_test_inter(comm, &inter);
-    if (!inter) {
-        InsideLoom inside;
-        if (loom_comm_create(comm, &cached->loom) != LOOM_SUCCESS) {
-            std::fprintf(stderr,
-                         "loom-mpi: Loom could not be set up on a communicator (%s); its collectives go to "
-                         "the MPI's own\n",
-                         loom_last_error());
-            cached->loom = nullptr;
+        int made = MPI_KEYVAL_INVALID;
+        if (keyval.load() == MPI_KEYVAL_INVALID) {
+            if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &made, nullptr) != MPI_SUCCESS)
+                return nullptr;
+            keyval.store(made, std::memory_order_release);
         }
     }
-    PMPI_Comm_set_attr(comm, keyval, cached);
-    std::lock_guard<std::mutex> lock(mutex);
-    live.push_back(cached);
-    if (cached->loom) ++created;
-    return cached->loom;
+    const uint64_t frees_before = frees.load(std::memory_order_acquire);
+    void *value = nullptr;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, keyval.load(), &value, &found) != MPI_SUCCESS) return nullptr;
+    loom_comm_t loom = nullptr;
+    if (found) {
+        loom = static_cast<Cached *>(value)->loom;
+    } else {
+        auto *cached = new Cached;
+        cached->mpi = comm;
+        int inter = 0;
+        PMPI_Comm_test_inter(comm, &inter);
+        if (!inter) {
+            InsideLoom inside;
+            if (loom_comm_create(comm, &cached->loom) != LOOM_SUCCESS) {
+                std::fprintf(stderr,
+                             "loom-mpi: Loom could not be set up on a communicator (%s); its collectives go to "
+                             "the MPI's own\n",
+                             loom_last_error());
+                cached->loom = nullptr;
+            }
+        }
+        PMPI_Comm_set_attr(comm, keyval.load(), cached);
+        std::lock_guard<std::mutex> lock(mutex);
+        live.push_back(cached);
+        if (cached->loom) ++created;
+        loom = cached->loom;
+    }
+    last = {comm, loom, frees_before};
+    return loom;
 }
 
 void count_call(Collective c, uint64_t bytes, loom_comm_t comm) {
@@ -232,9 +256,10 @@ extern "C" int MPI_Finalize(void) {
         }
         /* Each free is collective over its communicator: every rank frees in
          * the order it made them, which is the order of the first collectives. */
-        for (MPI_Comm c : alive) PMPI_Comm_delete_attr(c, keyval);
+        for (MPI_Comm c : alive) PMPI_Comm_delete_attr(c, keyval.load());
         if (print) print_stats(world);
-        if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
+        int made = keyval.exchange(MPI_KEYVAL_INVALID);
+        if (made != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&made);
     }
     return PMPI_Finalize();
 }
