@@ -13,7 +13,8 @@
 #     Loom communicator behind;
 #   - loom-bench --api mpi -c (an OSU-style benchmark validating every
 #     result) for every collective, blocking and nonblocking;
-#   - a wrong argument is the MPI's error, with Loom's message.
+#   - a wrong argument is the MPI's error, with Loom's message (one rank's
+#     alone included: the job ends instead of hanging).
 set -u
 MPIEXEC=${MPIEXEC:-mpirun}
 build=${top_builddir:-.}
@@ -167,6 +168,18 @@ elif awk -F'  +' 'NR == FNR { want[FNR] = ($2 !~ /^0 /); n = FNR; next }
     echo "PASS: bad input with libloom-mpi preloaded: $(wc -l <"$log") cases, an error on every rank where Open MPI gives one"
 else
     fail "bad input with libloom-mpi preloaded (Open MPI's classes, then these): $(paste -d'\n' "$expected" "$log")"
+fi
+
+# One rank's MPI_Alltoallv receive blocks overlap: an error with Loom's
+# message on that rank, and the job ends (its handler is fatal), no hang.
+# shellcheck disable=SC2086
+launch -n 3 $preload_quiet "$build/tests/mpi/test_mismatch" -m -o >"$log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "loom-mpi: MPI_Alltoallv: rank 0: the blocks from ranks .* overlap in recvbuf" "$log" &&
+    ! grep -q "returned" "$log"; then
+    echo "PASS: one rank's overlapping MPI_Alltoallv receive blocks end the job with Loom's message (rc $rc)"
+else
+    fail "one rank's overlapping MPI_Alltoallv receive blocks (rc $rc; 124: a hang)"
 fi
 
 exit $status

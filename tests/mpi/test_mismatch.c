@@ -12,12 +12,16 @@
  * -s (one node: shared memory checks every message's size, and the
  * node's ranks are told in their own inboxes) every rank fails on the
  * mismatched call itself.
- * Usage: test_mismatch [-s] [-m [-f]]
+ * Usage: test_mismatch [-s] [-m [-f | -o]]
  * -m: through MPI_Allreduce, MPI_Alltoall and MPI_Iallreduce (coll/loom) on
  * communicators with MPI_ERRORS_RETURN: every rank gets MPI_ERR_TRUNCATE,
  * as Open MPI's own receives report it; none hands the call to Open MPI's
  * module, where the others are not. -f: with MPI_ERRORS_ARE_FATAL left on,
  * so the first mismatched call ends the job, as Open MPI alone would.
+ * -m -o: rank 0's MPI_Alltoallv receive blocks overlap (wrong arguments
+ * of one rank that only Loom checks), under MPI_ERRORS_ARE_FATAL: the job
+ * ends with Loom's message, where rank 0 once handed the call to Open MPI's
+ * module while its peers waited in Loom for ever.
  * Then every rank passes a null buffer with elements to read or write:
  * MPI_ERR_BUFFER (Open MPI's own modules crash on it), and the
  * communicator stays usable.
@@ -162,11 +166,26 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int strict = 0, through_mpi = 0, fatal = 0;
+    int strict = 0, through_mpi = 0, fatal = 0, overlap = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-s")) strict = 1;
         if (!strcmp(argv[i], "-m")) through_mpi = 1;
         if (!strcmp(argv[i], "-f")) fatal = 1;
+        if (!strcmp(argv[i], "-o")) overlap = 1;
+    }
+    if (through_mpi && overlap) {
+        enum { block = 4, most = 64 };
+        int32_t in[block * most] = {0}, out[block * most] = {0};
+        int counts[most], sdispls[most], rdispls[most];
+        for (int i = 0; i < size && i < most; ++i) {
+            counts[i] = block;
+            sdispls[i] = block * i;
+            rdispls[i] = rank == 0 ? 0 : block * i; /* rank 0: every block at the same place */
+        }
+        MPI_Alltoallv(in, counts, sdispls, MPI_INT32_T, out, counts, rdispls, MPI_INT32_T, MPI_COMM_WORLD);
+        printf("test_mismatch np=%d: rank %d's alltoallv with overlapping receive blocks returned\n", size, rank);
+        MPI_Finalize();
+        return 1;
     }
     /* Open MPI reports a failed collective request's error through
      * MPI_COMM_WORLD's handler, whatever its communicator's. */
