@@ -242,9 +242,10 @@ int reduce_scatter_block(Form form, const char *function, const void *sbuf, void
         static_cast<uint64_t>(rcount > 0 ? rcount : 0) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
 }
 
-int allgather(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
-              int rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
-    loom_comm_t lc = front(ALLGATHER, comm);
+/* Allgather and alltoall: the same arguments, the same checks. */
+int movement_call(Collective c, Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype,
+                  void *rbuf, int rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+    loom_comm_t lc = front(c, comm);
     const bool sends = sbuf != MPI_IN_PLACE;
     if (!lc) return HAND_DOWN;
     if (rcount < 0 || (sends && scount < 0)) return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
@@ -252,38 +253,28 @@ int allgather(Form form, const char *function, const void *sbuf, int scount, MPI
     if (rdtype == MPI_DATATYPE_NULL || (sends && sdtype == MPI_DATATYPE_NULL))
         return report(comm, function, MPI_ERR_TYPE, NULL_TYPE);
     loom_datatype_t type;
-    if (!movement(ALLGATHER, sbuf, sdtype, rdtype, &type, scount != rcount)) return HAND_DOWN;
+    if (!movement(c, sbuf, sdtype, rdtype, &type, scount != rcount)) return HAND_DOWN;
     if ((!rbuf && rcount > 0) || (!sbuf && scount > 0)) return null_buffer(comm, function);
     InsideLoom inside;
+    const bool gather = c == ALLGATHER;
     loom_request_t req = nullptr;
-    const int rc = form == BLOCKING      ? loom_allgather(sbuf, rbuf, rcount, type, lc)
-                   : form == NONBLOCKING ? loom_iallgather(sbuf, rbuf, rcount, type, lc, &req)
-                                         : loom_allgather_init(sbuf, rbuf, rcount, type, lc, &req);
+    const int rc = form == BLOCKING ? (gather ? loom_allgather : loom_alltoall)(sbuf, rbuf, rcount, type, lc)
+                   : form == NONBLOCKING
+                       ? (gather ? loom_iallgather : loom_ialltoall)(sbuf, rbuf, rcount, type, lc, &req)
+                       : (gather ? loom_allgather_init : loom_alltoall_init)(sbuf, rbuf, rcount, type, lc, &req);
     return finish(
-        ALLGATHER, function, comm, lc, form, rc, req, handle,
+        c, function, comm, lc, form, rc, req, handle,
         static_cast<uint64_t>(rcount > 0 ? rcount : 0) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
+}
+
+int allgather(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
+              int rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+    return movement_call(ALLGATHER, form, function, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, handle);
 }
 
 int alltoall(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
              MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
-    loom_comm_t lc = front(ALLTOALL, comm);
-    const bool sends = sbuf != MPI_IN_PLACE;
-    if (!lc) return HAND_DOWN;
-    if (rcount < 0 || (sends && scount < 0)) return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
-    if (aliased(sbuf, rbuf, static_cast<uint64_t>(rcount))) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
-    if (rdtype == MPI_DATATYPE_NULL || (sends && sdtype == MPI_DATATYPE_NULL))
-        return report(comm, function, MPI_ERR_TYPE, NULL_TYPE);
-    loom_datatype_t type;
-    if (!movement(ALLTOALL, sbuf, sdtype, rdtype, &type, scount != rcount)) return HAND_DOWN;
-    if ((!rbuf && rcount > 0) || (!sbuf && scount > 0)) return null_buffer(comm, function);
-    InsideLoom inside;
-    loom_request_t req = nullptr;
-    const int rc = form == BLOCKING      ? loom_alltoall(sbuf, rbuf, rcount, type, lc)
-                   : form == NONBLOCKING ? loom_ialltoall(sbuf, rbuf, rcount, type, lc, &req)
-                                         : loom_alltoall_init(sbuf, rbuf, rcount, type, lc, &req);
-    return finish(
-        ALLTOALL, function, comm, lc, form, rc, req, handle,
-        static_cast<uint64_t>(rcount > 0 ? rcount : 0) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
+    return movement_call(ALLTOALL, form, function, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, handle);
 }
 
 int alltoallv(Form form, const char *function, const void *sbuf, const int *scounts, const int *sdispls,

@@ -112,6 +112,18 @@ MPI_Status *status_at(MPI_Status *statuses, int i) {
     return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
 }
 
+/* Waitall's and a successful Testall's end: every Loom request of the array
+ * reported complete (the inactive ones with an empty status). */
+int complete_all(const Mixed &m, MPI_Request *reqs, MPI_Status *statuses) {
+    int error = MPI_SUCCESS;
+    for (auto &e : m.loom) {
+        MPI_Status *s = status_at(statuses, e.first);
+        if (!e.second->active) empty_status(s);
+        else if (complete(&reqs[e.first], e.second, s) != MPI_SUCCESS) error = MPI_ERR_IN_STATUS;
+    }
+    return error;
+}
+
 /* Waitsome and Testsome. */
 int some(bool wait, int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *statuses) {
     Mixed m;
@@ -270,12 +282,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
     }
     const int rc = PMPI_Waitall(n, m.others.data(), statuses);
     m.copy_back(reqs);
-    int error = MPI_SUCCESS;
-    for (auto &e : m.loom) {
-        MPI_Status *s = status_at(statuses, e.first);
-        if (!e.second->active) empty_status(s);
-        else if (complete(&reqs[e.first], e.second, s) != MPI_SUCCESS) error = MPI_ERR_IN_STATUS;
-    }
+    const int error = complete_all(m, reqs, statuses);
     return rc != MPI_SUCCESS ? rc : error;
 }
 
@@ -294,12 +301,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
     const int rc = PMPI_Testall(n, m.others.data(), flag, statuses);
     m.copy_back(reqs);
     if (!*flag) return rc;
-    int error = MPI_SUCCESS;
-    for (auto &e : m.loom) {
-        MPI_Status *s = status_at(statuses, e.first);
-        if (!e.second->active) empty_status(s);
-        else if (complete(&reqs[e.first], e.second, s) != MPI_SUCCESS) error = MPI_ERR_IN_STATUS;
-    }
+    const int error = complete_all(m, reqs, statuses);
     return rc != MPI_SUCCESS ? rc : error;
 }
 
