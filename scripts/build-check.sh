@@ -1,7 +1,7 @@
 #!/bin/sh
 # Loom builds wherever configure runs: copies the source tree (the files git
 # tracks or would track, or the tree without its build folders) to a scratch folder and
-# builds libloom, coll/loom and loom-info there in the source folder itself,
+# builds libloom, libloom-mpi, coll/loom and loom-info there in the source folder itself,
 # as `autoreconf -fi && ./configure && make` does, then runs loom-info.
 # (test.sh builds in build/, and CI's ASan check in a folder outside the
 # tree.) -O0: only whether it builds is checked. Run by CI.
@@ -19,7 +19,7 @@ else
 fi
 cd "$scratch"
 log=$scratch/build-check.log
-if ! { autoreconf -fi && ./configure --quiet && make -j"$(nproc)" LOOM_OPT_FLAGS=-O0 src/libloom.la src/loom-info &&
+if ! { autoreconf -fi && ./configure --quiet && make -j"$(nproc)" LOOM_OPT_FLAGS=-O0 src/libloom.la src/loom-info pmpi/libloom-mpi.la &&
     { ! grep -q '^ompicomponent_LTLIBRARIES = coll/mca_coll_loom.la' Makefile ||
         make -j"$(nproc)" LOOM_OPT_FLAGS=-O0 coll/mca_coll_loom.la; }; } >"$log" 2>&1; then
     echo "FAIL: build in the source folder (autoreconf -fi && ./configure && make):"
