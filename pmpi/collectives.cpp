@@ -47,6 +47,7 @@ bool any_negative(const int *counts, int p) {
     return false;
 }
 
+/* The counts are not negative: any_negative refused those first. */
 uint64_t sum_of(const int *counts, int p) {
     uint64_t total = 0;
     for (int i = 0; i < p; ++i) total += static_cast<uint64_t>(counts[i]);
@@ -148,15 +149,10 @@ int rank_of(loom_comm_t lc) {
     return me;
 }
 
-/* MPI's int array widened for libloom (which copies it); returns the sum. */
-uint64_t widen(const int *from, int p, std::vector<int64_t> *to) {
-    to->resize(static_cast<size_t>(p));
-    uint64_t total = 0;
-    for (int i = 0; i < p; ++i) {
-        (*to)[static_cast<size_t>(i)] = from[i];
-        total += static_cast<uint64_t>(from[i] > 0 ? from[i] : 0);
-    }
-    return total;
+/* MPI's int array widened for libloom (which copies it). */
+const int64_t *widen(const int *from, int p, std::vector<int64_t> *to) {
+    to->assign(from, from + p);
+    return to->data();
 }
 
 /* After libloom's start: count the call and wrap its request, or report
@@ -195,7 +191,7 @@ int allreduce(Form form, const char *function, const void *sbuf, void *rbuf, int
                    : form == NONBLOCKING ? loom_iallreduce(sbuf, rbuf, count, type, lop, lc, &req)
                                          : loom_allreduce_init(sbuf, rbuf, count, type, lop, lc, &req);
     return finish(ALLREDUCE, function, comm, lc, form, rc, req, handle,
-                  static_cast<uint64_t>(count > 0 ? count : 0) * element_size(type));
+                  static_cast<uint64_t>(count) * element_size(type));
 }
 
 int reduce_scatter(Form form, const char *function, const void *sbuf, void *rbuf, const int *rcounts,
@@ -205,15 +201,15 @@ int reduce_scatter(Form form, const char *function, const void *sbuf, void *rbuf
     const int p = size_of(lc), me = rank_of(lc);
     if (!rcounts) return report(comm, function, MPI_ERR_ARG, NO_ARRAY);
     if (any_negative(rcounts, p)) return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
-    if (aliased(sbuf, rbuf, sum_of(rcounts, p))) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
+    const uint64_t total = sum_of(rcounts, p);
+    if (aliased(sbuf, rbuf, total)) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
     if (dtype == MPI_DATATYPE_NULL || op == MPI_OP_NULL) return report(comm, function, MPI_ERR_OP, NULL_TYPE_OR_OP);
     loom_datatype_t type;
     loom_op_t lop;
     if (!reduction(REDUCE_SCATTER, dtype, op, &type, &lop)) return HAND_DOWN;
-    if ((!sbuf && sum_of(rcounts, p) > 0) || (!rbuf && rcounts[me] > 0)) return null_buffer(comm, function);
+    if ((!sbuf && total > 0) || (!rbuf && rcounts[me] > 0)) return null_buffer(comm, function);
     InsideLoom inside;
-    const uint64_t total = widen(rcounts, p, &counts_a);
-    const int64_t *counts = counts_a.data();
+    const int64_t *counts = widen(rcounts, p, &counts_a);
     loom_request_t req = nullptr;
     const int rc = form == BLOCKING      ? loom_reduce_scatter(sbuf, rbuf, counts, type, lop, lc)
                    : form == NONBLOCKING ? loom_ireduce_scatter(sbuf, rbuf, counts, type, lop, lc, &req)
@@ -237,9 +233,8 @@ int reduce_scatter_block(Form form, const char *function, const void *sbuf, void
     const int rc = form == BLOCKING      ? loom_reduce_scatter_block(sbuf, rbuf, rcount, type, lop, lc)
                    : form == NONBLOCKING ? loom_ireduce_scatter_block(sbuf, rbuf, rcount, type, lop, lc, &req)
                                          : loom_reduce_scatter_block_init(sbuf, rbuf, rcount, type, lop, lc, &req);
-    return finish(
-        REDUCE_SCATTER_BLOCK, function, comm, lc, form, rc, req, handle,
-        static_cast<uint64_t>(rcount > 0 ? rcount : 0) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
+    return finish(REDUCE_SCATTER_BLOCK, function, comm, lc, form, rc, req, handle,
+                  static_cast<uint64_t>(rcount) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
 }
 
 /* Allgather and alltoall: the same arguments, the same checks. */
@@ -262,9 +257,8 @@ int movement_call(Collective c, Form form, const char *function, const void *sbu
                    : form == NONBLOCKING
                        ? (gather ? loom_iallgather : loom_ialltoall)(sbuf, rbuf, rcount, type, lc, &req)
                        : (gather ? loom_allgather_init : loom_alltoall_init)(sbuf, rbuf, rcount, type, lc, &req);
-    return finish(
-        c, function, comm, lc, form, rc, req, handle,
-        static_cast<uint64_t>(rcount > 0 ? rcount : 0) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
+    return finish(c, function, comm, lc, form, rc, req, handle,
+                  static_cast<uint64_t>(rcount) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
 }
 
 int allgather(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
@@ -287,23 +281,18 @@ int alltoallv(Form form, const char *function, const void *sbuf, const int *scou
     if (!rcounts || !rdispls || (sends && (!scounts || !sdispls))) return report(comm, function, MPI_ERR_ARG, NO_ARRAY);
     if (any_negative(rcounts, p) || (sends && any_negative(scounts, p)))
         return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
-    if (aliased(sbuf, rbuf, sum_of(rcounts, p))) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
+    const uint64_t total = sum_of(rcounts, p);
+    if (aliased(sbuf, rbuf, total)) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
     if (rdtype == MPI_DATATYPE_NULL || (sends && sdtype == MPI_DATATYPE_NULL))
         return report(comm, function, MPI_ERR_TYPE, NULL_TYPE);
     loom_datatype_t type;
     if (!movement(ALLTOALLV, sbuf, sdtype, rdtype, &type)) return HAND_DOWN;
-    if ((!rbuf && sum_of(rcounts, p) > 0) || (!sbuf && sum_of(scounts, p) > 0)) return null_buffer(comm, function);
+    if ((!rbuf && total > 0) || (!sbuf && sum_of(scounts, p) > 0)) return null_buffer(comm, function);
     InsideLoom inside;
-    if (sends) {
-        widen(scounts, p, &counts_a);
-        widen(sdispls, p, &counts_b);
-    }
-    const uint64_t total = widen(rcounts, p, &counts_c);
-    widen(rdispls, p, &counts_d);
-    const int64_t *sc = sends ? counts_a.data() : nullptr;
-    const int64_t *sd = sends ? counts_b.data() : nullptr;
-    const int64_t *rc_ = counts_c.data();
-    const int64_t *rd = counts_d.data();
+    const int64_t *sc = sends ? widen(scounts, p, &counts_a) : nullptr;
+    const int64_t *sd = sends ? widen(sdispls, p, &counts_b) : nullptr;
+    const int64_t *rc_ = widen(rcounts, p, &counts_c);
+    const int64_t *rd = widen(rdispls, p, &counts_d);
     loom_request_t req = nullptr;
     const int rc = form == BLOCKING      ? loom_alltoallv(sbuf, sc, sd, rbuf, rc_, rd, type, lc)
                    : form == NONBLOCKING ? loom_ialltoallv(sbuf, sc, sd, rbuf, rc_, rd, type, lc, &req)
@@ -319,17 +308,16 @@ int allgatherv(Form form, const char *function, const void *sbuf, int scount, MP
     const bool sends = sbuf != MPI_IN_PLACE;
     if (!rcounts || !displs) return report(comm, function, MPI_ERR_ARG, NO_ARRAY);
     if (any_negative(rcounts, p) || (sends && scount < 0)) return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
-    if (aliased(sbuf, rbuf, sum_of(rcounts, p))) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
+    const uint64_t total = sum_of(rcounts, p);
+    if (aliased(sbuf, rbuf, total)) return report(comm, function, MPI_ERR_BUFFER, ALIASED);
     if (rdtype == MPI_DATATYPE_NULL || (sends && sdtype == MPI_DATATYPE_NULL))
         return report(comm, function, MPI_ERR_TYPE, NULL_TYPE);
     loom_datatype_t type;
     if (!movement(ALLGATHERV, sbuf, sdtype, rdtype, &type)) return HAND_DOWN;
-    if ((!sbuf && scount > 0) || (!rbuf && sum_of(rcounts, p) > 0)) return null_buffer(comm, function);
+    if ((!sbuf && scount > 0) || (!rbuf && total > 0)) return null_buffer(comm, function);
     InsideLoom inside;
-    const uint64_t total = widen(rcounts, p, &counts_a);
-    widen(displs, p, &counts_b);
-    const int64_t *rc_ = counts_a.data();
-    const int64_t *rd = counts_b.data();
+    const int64_t *rc_ = widen(rcounts, p, &counts_a);
+    const int64_t *rd = widen(displs, p, &counts_b);
     loom_request_t req = nullptr;
     const int rc = form == BLOCKING      ? loom_allgatherv(sbuf, scount, rbuf, rc_, rd, type, lc)
                    : form == NONBLOCKING ? loom_iallgatherv(sbuf, scount, rbuf, rc_, rd, type, lc, &req)
