@@ -57,6 +57,17 @@ void empty_status(MPI_Status *s) {
     PMPI_Status_set_cancelled(s, 0);
 }
 
+/* Drops a request from the table and frees its handle (now MPI_REQUEST_NULL). */
+void forget(MPI_Request *handle, Pending *p) {
+    {
+        std::lock_guard<std::mutex> lock(table_mutex);
+        table.erase(*handle);
+        table_size.store(table.size(), std::memory_order_release);
+    }
+    PMPI_Request_free(handle);
+    delete p;
+}
+
 /* Tells the program that a finished request completed: a nonblocking one is
  * freed (the handle becomes MPI_REQUEST_NULL), a persistent one goes
  * inactive. Returns the MPI error of a failed call. */
@@ -68,13 +79,7 @@ int complete(MPI_Request *handle, Pending *p, MPI_Status *s) {
         p->active = p->finished = false;
         p->status = LOOM_SUCCESS;
     } else {
-        {
-            std::lock_guard<std::mutex> lock(table_mutex);
-            table.erase(*handle);
-            table_size.store(table.size(), std::memory_order_release);
-        }
-        PMPI_Request_free(handle);
-        delete p;
+        forget(handle, p);
     }
     if (failed == LOOM_SUCCESS) return MPI_SUCCESS;
     const int error = report_error(comm, "a nonblocking collective", failed);
@@ -356,13 +361,7 @@ int MPI_Request_free(MPI_Request *req) {
     int rc = p->req ? loom_request_free(&p->req) : LOOM_SUCCESS;
     if (p->status != LOOM_SUCCESS) rc = p->status;
     const MPI_Comm comm = p->comm;
-    {
-        std::lock_guard<std::mutex> lock(table_mutex);
-        table.erase(*req);
-        table_size.store(table.size(), std::memory_order_release);
-    }
-    delete p;
-    PMPI_Request_free(req);
+    forget(req, p);
     return rc == LOOM_SUCCESS ? MPI_SUCCESS : report_error(comm, "MPI_Request_free", rc);
 }
 
