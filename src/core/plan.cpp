@@ -296,12 +296,19 @@ void set_skewed_blocks(CollArgs &a, size_t block, size_t skew) {
     }
 }
 
+bool knows_every_ranks_counts(const CollArgs &a) {
+    const size_t p = static_cast<size_t>(a.nranks);
+    return (a.collective == Collective::allgatherv && a.recv_counts.size() == p) ||
+           (a.collective == Collective::alltoallv && a.count_matrix.size() == p * p);
+}
+
 CollArgs rank_args(const CollArgs &a, int rank) {
     const size_t p = static_cast<size_t>(a.nranks), me = static_cast<size_t>(rank);
     CollArgs mine = a;
-    if (a.collective == Collective::allgatherv && a.recv_counts.size() == p) {
+    if (!knows_every_ranks_counts(a)) return mine;
+    if (a.collective == Collective::allgatherv) {
         mine.count = a.recv_counts[me];
-    } else if (a.collective == Collective::alltoallv && a.count_matrix.size() == p * p) {
+    } else {
         mine.send_counts.resize(p);
         mine.recv_counts.resize(p);
         mine.send_displs.resize(p);

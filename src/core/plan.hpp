@@ -282,10 +282,13 @@ void set_uniform_blocks(CollArgs &a, size_t block);
 // `skew` times the mean, the others smaller, so that skew_of(a) is `skew`
 // (at most the rank count): a popular expert, as --explain describes it.
 void set_skewed_blocks(CollArgs &a, size_t block, size_t skew);
-// The arguments rank `rank` passes in a call every rank's counts of which
-// `a` knows (alltoallv: count_matrix; allgatherv: recv_counts), its blocks
-// laid out in rank order; `a` itself otherwise. The cost model prices every
-// rank's own program with them.
+// Whether `a` knows every rank's counts of a vector collective (alltoallv:
+// count_matrix; allgatherv: recv_counts), so that each rank's own arguments
+// differ from the caller's.
+bool knows_every_ranks_counts(const CollArgs &a);
+// The arguments rank `rank` passes in such a call, its blocks laid out in
+// rank order; `a` itself otherwise. The cost model prices every rank's own
+// program with them.
 CollArgs rank_args(const CollArgs &a, int rank);
 
 }  // namespace loom

@@ -395,8 +395,7 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
     std::vector<std::unique_ptr<Program>> programs;
     programs.reserve(static_cast<size_t>(args.nranks));
     // A vector collective's ranks pass different counts: each rank's program from its own.
-    const bool per_rank = (args.collective == Collective::alltoallv && !args.count_matrix.empty()) ||
-                          args.collective == Collective::allgatherv;
+    const bool per_rank = knows_every_ranks_counts(args);
     for (int r = 0; r < args.nranks; ++r)
         programs.push_back(std::make_unique<Program>(per_rank ? build_program(algo, rank_args(args, r), knobs, r)
                                                               : build_program(algo, args, knobs, r)));
