@@ -17,6 +17,11 @@ start=$(date +%s)
 [ -x configure ] || autoreconf -fi >/dev/null
 mkdir -p "${LOOM_ASAN_BUILD:-build-asan}"
 cd "${LOOM_ASAN_BUILD:-build-asan}"
+# A folder configured from another source tree would build that tree.
+if [ -f Makefile ] && ! grep -qx "abs_top_srcdir = $src" Makefile; then
+    echo "FAIL: asan: $(pwd) was configured from $(sed -n 's/^abs_top_srcdir = //p' Makefile), not $src; remove it or set LOOM_ASAN_BUILD to another folder"
+    exit 1
+fi
 [ -f Makefile ] || "$src/configure" --quiet --enable-sanitizers=address,undefined
 # -O1, as ASan advises, instead of -O3: half the compile time on 2 cores.
 opt="LOOM_OPT_FLAGS=-O1 -g"
