@@ -69,6 +69,7 @@ extern const AlgorithmInfo kAllgathervRing;
 extern const AlgorithmInfo kAllgathervBruck;
 extern const AlgorithmInfo kAllgathervDirect;
 extern const AlgorithmInfo kAllgathervHierarchical;
+extern const AlgorithmInfo kAllgathervNodeRing;
 
 std::string memory_mismatch(const AlgorithmInfo &algo, const CollArgs &args) {
     const MemoryType runs_on = traits_of(algo.path).memory;
@@ -134,6 +135,7 @@ const std::vector<const AlgorithmInfo *> &all_algorithms() {
         &kAllgathervBruck,
         &kAllgathervDirect,
         &kAllgathervHierarchical,
+        &kAllgathervNodeRing,
     };
     return list;
 }

@@ -309,6 +309,23 @@ TEST(Explain, SkewDescribesEveryRanksCountsAndTheModelPricesEachRanksOwn) {
     EXPECT_EQ(skewed.args.count, skewed.args.recv_counts[0]);
     EXPECT_EQ(rank_args(skewed.args, 3).count, skewed.args.recv_counts[3]);
     EXPECT_LT(skewed.args.recv_counts[3], skewed.args.recv_counts[0]);
+    // Skewed shards across nodes: the rule's node_ring relays, and the model
+    // agrees it beats hierarchical, whose node of large shards sends them
+    // to every other node; small shards keep hierarchical's single round.
+    ASSERT_EQ(parse_call_spec("allgatherv 1MiB nodes=4 ppn=2 skew=4", config, &skewed), LOOM_SUCCESS);
+    ASSERT_EQ(explain_selection(config, skewed.args, &e, skewed.knobs), LOOM_SUCCESS);
+    EXPECT_EQ(e.selection.algorithm->name, std::string("node_ring"));
+    double relayed = 0, direct = 0;
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allgatherv, "node_ring"), skewed.args, skewed.knobs,
+                           model_for(config), &relayed),
+              LOOM_SUCCESS);
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allgatherv, "hierarchical"), skewed.args, skewed.knobs,
+                           model_for(config), &direct),
+              LOOM_SUCCESS);
+    EXPECT_LT(relayed, direct);
+    ASSERT_EQ(parse_call_spec("allgatherv 2KiB nodes=4 ppn=2", config, &skewed), LOOM_SUCCESS);
+    ASSERT_EQ(explain_selection(config, skewed.args, &e, skewed.knobs), LOOM_SUCCESS);
+    EXPECT_EQ(e.selection.algorithm->name, std::string("hierarchical"));
     for (const char *bad : {"allreduce 1MiB skew=2", "alltoallv 1MiB np=4 skew=5", "alltoallv 1MiB skew=0"})
         EXPECT_EQ(parse_call_spec(bad, config, &skewed), LOOM_ERR_INVALID_ARGUMENT) << bad;
 }

@@ -273,7 +273,7 @@ TEST(Selector, DeviceMemoryTakesTheCudaIpcRulesOnOneNode) {
 // why, and as a user's rules file it makes the same choices.
 TEST(Selector, BuiltInRulesAreARulesFile) {
     const RuleSet &builtin = builtin_rules();
-    ASSERT_EQ(builtin.rules.size(), 52u);
+    ASSERT_EQ(builtin.rules.size(), 53u);
     EXPECT_EQ(builtin.path, "built-in rules");
     EXPECT_FALSE(builtin.model.has_value());
     for (const Rule &r : builtin.rules) {

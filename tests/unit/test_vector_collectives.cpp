@@ -294,5 +294,57 @@ TEST(VectorCollectives, AnAlltoallvPlanFollowsItsRanksCounts) {
     EXPECT_EQ(sent, expected);
 }
 
+// Skewed shards still load a node's rails alike: the node-aware allgathervs
+// cut each node's shards into equal pieces, one per lane, so on every node
+// each lane carries the same elements to the other nodes (to one element
+// per piece), whichever of the node's ranks holds the large shard. And
+// node_ring relays: no node sends more than the most any node must
+// receive (total minus its own shards), where hierarchical makes a node of
+// large shards send them to every other node.
+TEST(VectorCollectives, NodeAwareAllgathervLoadsEveryRailOfANodeAlike) {
+    for (const char *name : {"hierarchical", "node_ring"}) {
+        const AlgorithmInfo *algo = find_algorithm(Collective::allgatherv, name);
+        ASSERT_NE(algo, nullptr) << name;
+        const bool relays = std::string(name) == "node_ring";
+        for (const char *labels : {"0,1,2,3,0,1,2,3", "0,0,0,1,1,1,2,2,2", "0,0,1,1,1,2"}) {
+            std::vector<int> label_of;
+            for (const char *c = labels; *c; ++c)
+                if (*c != ',') label_of.push_back(*c - '0');
+            const NodeMap map = NodeMap::from_labels(label_of);
+            const int p = map.nranks();
+            Matrix m(p, std::vector<size_t>(p, 0));
+            // Rank 0's shard 4x the others, and node 0's ranks' shards twice.
+            for (int i = 0; i < p; ++i) m[i][0] = (i == 0 ? 4000 : 1000 + 7 * i) * (map.node_of[i] == 0 ? 2 : 1);
+            const VectorCase c{algo, p, Shape::skewed, 4, false, false, &map};
+            const std::vector<CollArgs> calls = rank_calls(c, m);
+            // elements[node][lane]: sent to other nodes; own[node]: the node's shards.
+            std::vector<std::vector<size_t>> elements(map.nodes(), std::vector<size_t>(p, 0));
+            std::vector<size_t> own(map.nodes(), 0);
+            size_t total = 0;
+            for (int r = 0; r < p; ++r) {
+                own[map.node_of[r]] += m[r][0];
+                total += m[r][0];
+                for (const Step &s : build_program(*algo, calls[r], PlanKnobs(), r).steps)
+                    if (s.kind == StepKind::send && map.node_of[s.peer] != map.node_of[r])
+                        elements[map.node_of[r]][s.lane] += s.src.count;
+            }
+            const size_t most_received = total - *std::min_element(own.begin(), own.end());
+            for (int node = 0; node < map.nodes(); ++node) {
+                int lanes = p;
+                for (int n = 0; n < map.nodes(); ++n) lanes = std::min(lanes, map.ranks_on(n));
+                if (!relays) lanes = map.ranks_on(node);
+                const auto first = elements[node].begin();
+                const size_t most = *std::max_element(first, first + lanes),
+                             least = *std::min_element(first, first + lanes);
+                const size_t sent = std::accumulate(first, elements[node].end(), size_t{0});
+                EXPECT_LE(most - least, static_cast<size_t>(map.nodes() - 1))
+                    << name << " " << labels << ": node " << node;
+                EXPECT_GT(least, 0u) << name << " " << labels << ": node " << node;
+                if (relays) EXPECT_LE(sent, most_received) << name << " " << labels << ": node " << node;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace loom::testing

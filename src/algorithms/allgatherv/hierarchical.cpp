@@ -1,13 +1,14 @@
 // Hierarchical allgatherv: every shard crosses to each other node once,
-// whatever its size. Phase 1 exchanges the ranks' own shards within the
-// node. Phase 2 sends each rank's shard to one rank of every other node
-// (the one whose local index equals the sender's, modulo that node's size)
-// on the sender's local index as lane, so local rank j's traffic rides rail
-// j and all local ranks receive from the network at once. Phase 3 hands the
-// shards that arrived on to the node's other ranks. Shards land straight at
-// their displacements; empty ones send nothing. Nodes may be uneven and
-// their ranks need not be consecutive.
-#include "algorithms/compose.hpp"
+// whatever its size, and each node's rails carry equal bytes however the
+// shards are skewed. Phase 1 exchanges the ranks' own shards within the
+// node. Phase 2: a node's shards, laid end to end in member order, are cut
+// into one piece per local rank by elements; local rank j sends piece j to
+// the rank of every other node at local index j (modulo that node's size)
+// on lane j, so each rail carries 1/k of the node's bytes. Phase 3 hands
+// the pieces that arrived on to the node's other ranks. Pieces land
+// straight at their shards' displacements; empty ones send nothing. Nodes
+// may be uneven and their ranks need not be consecutive.
+#include "algorithms/allgatherv/node_pieces.hpp"
 
 namespace loom {
 namespace {
@@ -16,8 +17,6 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
     const NodeMap &m = v.map;
     const Slice mine = input_slice(0, a.count);
-    // The rank of `node` that receives remote shard q.
-    auto receiver = [&](int node, int q) { return m.pick(node, static_cast<size_t>(m.local_index[q])); };
     b.copy(received_block(a, rank), mine);
     // Phase 1: own shards within the node.
     for (int i = 1; i < v.k; ++i) {
@@ -25,31 +24,38 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         b.recv(from, received_block(a, from));
     }
     for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], mine);
-    // Phase 2: my shard to my receiver on every other node; the remote
-    // shards this rank receives, in node and rank order.
-    for (int node = 0; node < m.nodes(); ++node)
-        if (node != v.node) b.send(receiver(node, rank), mine, {}, v.local);
+    // Phase 2: my piece of this node's shards to every other node; the
+    // pieces of other nodes this rank receives, in node and piece order.
     for (int node = 0; node < m.nodes(); ++node) {
         if (node == v.node) continue;
-        for (int q : m.members[node])
-            if (receiver(v.node, q) == rank) b.recv(q, received_block(a, q), {}, m.local_index[q]);
+        const int to = m.pick(node, static_cast<size_t>(v.local));
+        for_each_node_piece_part(a, m, v.node, v.local, v.k, [&](Slice part) { b.send(to, part, {}, v.local); });
     }
-    // Phase 3: pass the remote shards on within the node.
+    // Whether `who` of this node receives `node`'s piece `piece`.
+    auto receives = [&](int who, int node, int piece) {
+        return node != v.node && m.pick(v.node, static_cast<size_t>(piece)) == who;
+    };
+    for (int node = 0; node < m.nodes(); ++node)
+        for (int piece = 0; piece < m.ranks_on(node); ++piece)
+            if (receives(rank, node, piece))
+                for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
+                                         [&](Slice part) { b.recv(m.members[node][piece], part, {}, piece); });
+    // Phase 3: pass the pieces that arrived on within the node.
     for (int i = 1; i < v.k; ++i) {
         const int to = v.members()[(v.local + i) % v.k];
-        for (int node = 0; node < m.nodes(); ++node) {
-            if (node == v.node) continue;
-            for (int q : m.members[node])
-                if (receiver(v.node, q) == rank) b.send(to, received_block(a, q));
-        }
+        for (int node = 0; node < m.nodes(); ++node)
+            for (int piece = 0; piece < m.ranks_on(node); ++piece)
+                if (receives(rank, node, piece))
+                    for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
+                                             [&](Slice part) { b.send(to, part); });
     }
     for (int i = 1; i < v.k; ++i) {
         const int from = v.members()[(v.local - i + v.k) % v.k];
-        for (int node = 0; node < m.nodes(); ++node) {
-            if (node == v.node) continue;
-            for (int q : m.members[node])
-                if (receiver(v.node, q) == from) b.recv(from, received_block(a, q));
-        }
+        for (int node = 0; node < m.nodes(); ++node)
+            for (int piece = 0; piece < m.ranks_on(node); ++piece)
+                if (receives(from, node, piece))
+                    for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
+                                             [&](Slice part) { b.recv(from, part); });
     }
 }
 
@@ -58,7 +64,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 extern const AlgorithmInfo kAllgathervHierarchical = {
     Collective::allgatherv,
     "hierarchical",
-    "own shards within the node, each shard once to every other node on its sender's rail, then within the node",
+    "own shards within the node, each node's shards cut into equal pieces, one per local rank and rail, to every "
+    "other node, then within the node",
     "a node map (any ranks per node, any rank order)",
     needs_node_map,
     build,
