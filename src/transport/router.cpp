@@ -8,6 +8,17 @@
 
 namespace loom {
 
+std::atomic<size_t> &background_operations_anywhere() {
+    static std::atomic<size_t> count{0};
+    return count;
+}
+
+Status Router::progress_background() {
+    for (Entry &e : transports_)
+        if (e.transport->background_operations()) LOOM_RETURN_IF_ERROR(e.transport->progress_background());
+    return LOOM_SUCCESS;
+}
+
 Router::Router(std::unique_ptr<Transport> fallback)
     : rank_(fallback->rank()),
       size_(fallback->size()),

@@ -42,6 +42,12 @@ class Router final : public Transport {
     void call_abandoned() override {
         for (Entry &e : transports_) e.transport->call_abandoned();
     }
+    size_t background_operations() const override {
+        size_t n = 0;
+        for (const Entry &e : transports_) n += e.transport->background_operations();
+        return n;
+    }
+    Status progress_background() override;
     void revoke(uint64_t call) override {
         for (Entry &e : transports_) e.transport->revoke(call);
     }

@@ -9,6 +9,7 @@
 // peer pair. A transport's own policy (ring limits, copy paths) stays inside
 // it; what it learns of a call is an opaque plan id.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -99,6 +100,13 @@ class Transport {
     // Called when a poll found nothing to do: drive the progress engine
     // below once (Open MPI's gives the core away when oversubscribed).
     virtual Status idle() { return LOOM_SUCCESS; }
+    // Work a call leaves behind once its steps are done: a rail message
+    // whose receiver may still ask for a piece again. How many such
+    // operations wait, and one attempt to move them; a call completes only
+    // when none is left (nothing would move them once it returned). Every
+    // transport's are counted process-wide in background_operations_anywhere().
+    virtual size_t background_operations() const { return 0; }
+    virtual Status progress_background() { return LOOM_SUCCESS; }
     // True when a transport's progress happens in an engine that idle()
     // drives (the PML, MPI); false when a poll does all the work (memory).
     virtual bool drives_progress_engine() const { return false; }
@@ -178,5 +186,9 @@ class Transport {
     // messages and bytes ("single_copy_sends" ...).
     virtual void extra_counters(std::vector<std::pair<std::string, uint64_t>> *out) const {}
 };
+
+// Background operations (above) of every transport in the process: one
+// atomic load tells a finishing call whether it must look further.
+std::atomic<size_t> &background_operations_anywhere();
 
 }  // namespace loom

@@ -6,6 +6,13 @@
  * the link is down); after UP_AFTER the same with DIR/up. Rank 0 prints each
  * iteration's time; every rank checks every element of every result.
  *
+ * With TEST_RAIL_FAILOVER_ONE_WAY=1 each iteration is instead an
+ * MPI_Allgatherv in which only rank (iteration % size) contributes, then an
+ * MPI_Barrier (Open MPI's own): the sender returns as soon as its message
+ * has left and waits in the barrier, where only Open MPI's progress engine
+ * runs, while its receiver may still find the message's rail dead and ask
+ * for it again.
+ *
  *   test_rail_failover ITERATIONS COUNT DOWN_AFTER UP_AFTER DIR
  */
 #include <mpi.h>
@@ -53,16 +60,30 @@ int main(int argc, char **argv) {
     /* Small integers: every sum is exact, whatever the order of additions. */
     long rank_sum = 0;
     for (int r = 0; r < size; ++r) rank_sum += 3L * r;
+    const char *mode = getenv("TEST_RAIL_FAILOVER_ONE_WAY");
+    const int one_way = mode && !strcmp(mode, "1");
+    int *counts = calloc((size_t)size, sizeof *counts), *displs = calloc((size_t)size, sizeof *displs);
+    if (!counts || !displs) MPI_Abort(MPI_COMM_WORLD, 2);
     long wrong = 0;
     for (int i = 1; i <= iterations; ++i) {
+        const int sender = i % size;
         for (long j = 0; j < count; ++j) in[j] = (double)(3L * rank + i + j % 1000);
         memset(out, 0xff, (size_t)count * sizeof *out);
         const double start = MPI_Wtime();
-        MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (one_way) {
+            for (int r = 0; r < size; ++r) counts[r] = r == sender ? (int)count : 0;
+            MPI_Allgatherv(in, counts[rank], MPI_DOUBLE, out, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        }
         const double seconds = MPI_Wtime() - start;
         long here = 0;
-        for (long j = 0; j < count; ++j)
-            if (out[j] != (double)(rank_sum + (long)size * (i + j % 1000))) ++here;
+        for (long j = 0; j < count; ++j) {
+            const double want =
+                one_way ? (double)(3L * sender + i + j % 1000) : (double)(rank_sum + (long)size * (i + j % 1000));
+            if (out[j] != want) ++here;
+        }
         wrong += here;
         if (rank == 0) printf("iteration %d: %.3f s, %ld wrong elements here\n", i, seconds, here);
         fflush(stdout);
@@ -74,6 +95,8 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("test_rail_failover np=%d: %d iterations, %ld wrong elements\n", size, iterations, total);
     free(in);
     free(out);
+    free(counts);
+    free(displs);
     MPI_Finalize();
     return total == 0 ? 0 : 1;
 }

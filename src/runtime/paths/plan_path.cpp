@@ -100,9 +100,22 @@ inline Status PlanPath::start_here(Communicator &comm, Request &req, const CollA
     return LOOM_SUCCESS;
 }
 
+// A call whose steps are done completes once its transports owe nothing
+// (a detached rail message's answer): after it returns, the sender may wait
+// in MPI's own calls, where nothing would send the message again to a
+// receiver whose rail died.
+static bool owes_nothing(Communicator &comm, Status *error) {
+    if (background_operations_anywhere().load(std::memory_order_relaxed) == 0) return true;
+    Router &router = comm.transport();
+    if (router.background_operations() == 0) return true;
+    *error = router.progress_background();
+    return *error != LOOM_SUCCESS || router.background_operations() == 0;
+}
+
 Status PlanPath::advance(Request &req) const {
     bool complete = false;
     req.error_ = req.execution_->progress(&complete);
+    if (complete && req.error_ == LOOM_SUCCESS && req.comm_ && !owes_nothing(*req.comm_, &req.error_)) complete = false;
     if (req.error_ != LOOM_SUCCESS) {
         req.error_message_ = last_error_message();
         req.execution_->withdraw();

@@ -269,6 +269,7 @@ bool UcxTransport::detach(Op &op, uint32_t index) {
     op.buf = op.retained.data();
     retained_bytes_ += bytes;
     detached_.push_back(index);
+    background_operations_anywhere().fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 

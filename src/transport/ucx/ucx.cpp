@@ -82,6 +82,7 @@ UcxTransport::~UcxTransport() {
     if (!detached_.empty())
         std::fprintf(stderr, "loom: rank %d: %zu rail messages were never answered by their receivers\n", rank_,
                      detached_.size());
+    background_operations_anywhere().fetch_sub(detached_.size(), std::memory_order_relaxed);
     // Operations still posted (a failed collective) are cancelled: their
     // buffers belong to the caller, who is going away.
     for (Op &op : ops_) cancel(op);
@@ -320,6 +321,13 @@ int UcxTransport::arm_wakeup(std::vector<int> *fds) {
     return fds->size() > before ? 1 : -1;
 }
 
+Status UcxTransport::progress_background() {
+    if (detached_.empty()) return LOOM_SUCCESS;
+    const Status st = test_many(nullptr, 0, nullptr, nullptr);
+    if (st == LOOM_SUCCESS && !detached_.empty()) return below_->idle();
+    return st;
+}
+
 Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) {
     // With nothing posted here, no poll: driving a TCP worker costs system
     // calls, and whatever arrives meanwhile waits for the receive that will
@@ -382,6 +390,7 @@ Status UcxTransport::test_many(TransportHandle *const *hs, size_t n, unsigned ch
             free_op(index);
             detached_[d] = detached_.back();
             detached_.pop_back();
+            background_operations_anywhere().fetch_sub(1, std::memory_order_relaxed);
         } else {
             ++d;
         }

@@ -97,6 +97,9 @@ class UcxTransport final : public Transport {
                      TransportHandle *h) override;
     Status post_recv(void *buf, size_t bytes, int peer, uint32_t tag, const Route &route, TransportHandle *h) override;
     Status test_many(TransportHandle *const *hs, size_t n, unsigned char *done, bool *moved) override;
+    // Detached sends (below): their calls finish once they are answered.
+    size_t background_operations() const override { return detached_.size(); }
+    Status progress_background() override;
     bool withdraw(TransportHandle *h, bool receive) override;
     bool oversubscribed() const override { return false; }
     // Plans tell which collective a message belongs to, for the per-collective counts.
