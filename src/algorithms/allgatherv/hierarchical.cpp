@@ -16,14 +16,8 @@ namespace {
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
     const NodeMap &m = v.map;
-    const Slice mine = input_slice(0, a.count);
-    b.copy(received_block(a, rank), mine);
     // Phase 1: own shards within the node.
-    for (int i = 1; i < v.k; ++i) {
-        const int from = v.members()[(v.local - i + v.k) % v.k];
-        b.recv(from, received_block(a, from));
-    }
-    for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], mine);
+    exchange_shards_within_node(a, rank, v, b);
     // Phase 2: my piece of this node's shards to every other node; the
     // pieces of other nodes this rank receives, in node and piece order.
     for (int node = 0; node < m.nodes(); ++node) {

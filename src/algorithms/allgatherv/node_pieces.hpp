@@ -29,4 +29,16 @@ void for_each_node_piece_part(const CollArgs &a, const NodeMap &m, int node, int
     }
 }
 
+// Phase 1 of both: this rank's shard into place, and the node's ranks'
+// own shards exchanged within the node.
+inline void exchange_shards_within_node(const CollArgs &a, int rank, const NodeView &v, ProgramBuilder &b) {
+    const Slice mine = input_slice(0, a.count);
+    b.copy(received_block(a, rank), mine);
+    for (int i = 1; i < v.k; ++i) {
+        const int from = v.members()[(v.local - i + v.k) % v.k];
+        b.recv(from, received_block(a, from));
+    }
+    for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], mine);
+}
+
 }  // namespace loom

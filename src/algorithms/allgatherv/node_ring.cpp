@@ -19,14 +19,8 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
     const NodeMap &m = v.map;
     const int nodes = m.nodes();
-    const Slice mine = input_slice(0, a.count);
-    b.copy(received_block(a, rank), mine);
     // Phase 1: own shards within the node.
-    for (int i = 1; i < v.k; ++i) {
-        const int from = v.members()[(v.local - i + v.k) % v.k];
-        b.recv(from, received_block(a, from));
-    }
-    for (int i = 1; i < v.k; ++i) b.send(v.members()[(v.local + i) % v.k], mine);
+    exchange_shards_within_node(a, rank, v, b);
     if (nodes == 1) return;
     int lanes = v.k;
     for (int n = 0; n < nodes; ++n) lanes = std::min(lanes, m.ranks_on(n));
