@@ -25,31 +25,24 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         const int to = m.pick(node, static_cast<size_t>(v.local));
         for_each_node_piece_part(a, m, v.node, v.local, v.k, [&](Slice part) { b.send(to, part, {}, v.local); });
     }
-    // Whether `who` of this node receives `node`'s piece `piece`.
-    auto receives = [&](int who, int node, int piece) {
-        return node != v.node && m.pick(v.node, static_cast<size_t>(piece)) == who;
+    // Calls f(part) for every part of the other nodes' pieces that `who` of
+    // this node receives from the network, in node and piece order.
+    auto for_each_part_received_by = [&](int who, auto &&f) {
+        for (int node = 0; node < m.nodes(); ++node)
+            for (int piece = 0; piece < m.ranks_on(node); ++piece)
+                if (node != v.node && m.pick(v.node, static_cast<size_t>(piece)) == who)
+                    for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
+                                             [&](Slice part) { f(m.members[node][piece], piece, part); });
     };
-    for (int node = 0; node < m.nodes(); ++node)
-        for (int piece = 0; piece < m.ranks_on(node); ++piece)
-            if (receives(rank, node, piece))
-                for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
-                                         [&](Slice part) { b.recv(m.members[node][piece], part, {}, piece); });
+    for_each_part_received_by(rank, [&](int sender, int lane, Slice part) { b.recv(sender, part, {}, lane); });
     // Phase 3: pass the pieces that arrived on within the node.
     for (int i = 1; i < v.k; ++i) {
         const int to = v.members()[(v.local + i) % v.k];
-        for (int node = 0; node < m.nodes(); ++node)
-            for (int piece = 0; piece < m.ranks_on(node); ++piece)
-                if (receives(rank, node, piece))
-                    for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
-                                             [&](Slice part) { b.send(to, part); });
+        for_each_part_received_by(rank, [&](int, int, Slice part) { b.send(to, part); });
     }
     for (int i = 1; i < v.k; ++i) {
         const int from = v.members()[(v.local - i + v.k) % v.k];
-        for (int node = 0; node < m.nodes(); ++node)
-            for (int piece = 0; piece < m.ranks_on(node); ++piece)
-                if (receives(from, node, piece))
-                    for_each_node_piece_part(a, m, node, piece, m.ranks_on(node),
-                                             [&](Slice part) { b.recv(from, part); });
+        for_each_part_received_by(from, [&](int, int, Slice part) { b.recv(from, part); });
     }
 }
 

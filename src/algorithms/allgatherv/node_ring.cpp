@@ -32,16 +32,17 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
         const size_t segment = std::max<size_t>(1, segment_bytes ? segment_bytes / a.elem_size : largest);
         const int next = m.members[(v.node + 1) % nodes][static_cast<size_t>(v.local)];
         const int prev = m.members[(v.node - 1 + nodes) % nodes][static_cast<size_t>(v.local)];
+        // Calls f(segment) for each segment of `node`'s piece that this ring carries.
+        auto for_each_segment = [&](int node, auto &&f) {
+            for_each_node_piece_part(a, m, node, v.local, lanes, [&](Slice part) {
+                for (size_t off = 0; off < part.count; off += segment)
+                    f(part.sub(off, std::min(segment, part.count - off)));
+            });
+        };
         for (int s = 0; s < nodes - 1; ++s) {
             const int out_node = (v.node - s + nodes) % nodes, in_node = (v.node - s - 1 + nodes) % nodes;
-            for_each_node_piece_part(a, m, out_node, v.local, lanes, [&](Slice part) {
-                for (size_t off = 0; off < part.count; off += segment)
-                    b.send(next, part.sub(off, std::min(segment, part.count - off)), {}, v.local);
-            });
-            for_each_node_piece_part(a, m, in_node, v.local, lanes, [&](Slice part) {
-                for (size_t off = 0; off < part.count; off += segment)
-                    b.recv(prev, part.sub(off, std::min(segment, part.count - off)), {}, v.local);
-            });
+            for_each_segment(out_node, [&](Slice seg) { b.send(next, seg, {}, v.local); });
+            for_each_segment(in_node, [&](Slice seg) { b.recv(prev, seg, {}, v.local); });
         }
     }
     // Phase 3: local rank j < lanes received piece j of every other node's
