@@ -8,12 +8,31 @@
 # Any report fails the run: a memory error, undefined behaviour (UBSan
 # halts at the first) or a leak at exit (LeakSanitizer;
 # scripts/asan-lsan.supp suppresses leaks of Open MPI only, each with its
-# reason). About 11 minutes on 2 cores, 5 of them building.
-# Usage: sh scripts/asan-check.sh   (from the source tree; run by .ci/run)
+# reason).
+# With --in-source (CI) it builds in a fresh copy of the tree (the files git
+# tracks or would track), in the source folder itself, as
+# `autoreconf -fi && ./configure && make` does, and checks that loom-info
+# runs there: one build answers both questions.
+# Usage: sh scripts/asan-check.sh [--in-source]   (from the source tree)
 set -eu
 cd "$(dirname "$0")/.."
-src=$(pwd)
 start=$(date +%s)
+if [ "${1:-}" = --in-source ]; then
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-asan-in-source.XXXXXX")
+    trap 'rm -rf "$scratch"' EXIT
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -z --cached --others --exclude-standard | tar -cf - --null -T - | tar -xf - -C "$scratch"
+    else
+        tar -cf - --exclude='./build*' --exclude=./autom4te.cache --exclude=./configure --exclude=./Makefile . |
+            tar -xf - -C "$scratch"
+    fi
+    cd "$scratch"
+    LOOM_ASAN_BUILD=.
+elif [ -n "${1:-}" ]; then
+    echo "usage: sh scripts/asan-check.sh [--in-source]" >&2
+    exit 2
+fi
+src=$(pwd)
 [ -x configure ] || autoreconf -fi >/dev/null
 mkdir -p "${LOOM_ASAN_BUILD:-build-asan}"
 cd "${LOOM_ASAN_BUILD:-build-asan}"
@@ -37,7 +56,7 @@ programs="tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/tes
 # allocations, so memory from ASan's allocator reaches glibc's free.
 [ $coll = yes ] && programs="$programs coll/mca_coll_loom.la tests/mpi/test_component tests/mpi/test_comm_lifecycle
     tests/mpi/test_mpi_t tests/mpi/test_nonblocking_only"
-make -j"$(nproc)" "$opt" tests/unit/loom_unit_tests $programs >/dev/null
+make -j"$(nproc)" "$opt" tests/unit/loom_unit_tests src/loom-info $programs >/dev/null
 build_s=$(($(date +%s) - start))
 
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
@@ -69,6 +88,13 @@ unit() {
         >"$1" 2>&1 || rc=$?
     unit_check "$1" $rc "$2"
 }
+if LD_PRELOAD="$preload" ./src/loom-info -a >loom-info.log 2>&1 && ! grep -q "$reports" loom-info.log; then
+    echo "PASS: loom-info runs where it was built ($(pwd))"
+else
+    echo "FAIL: loom-info built in $(pwd) does not run cleanly:"
+    head -40 loom-info.log
+    status=1
+fi
 unit_passed=0
 # All but the algorithm matrices first.
 unit asan-unit.log '-AllAlgorithms/AlgorithmMatrix.*:UcxFailover.*'
