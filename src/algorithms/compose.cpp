@@ -62,6 +62,10 @@ std::string phase_name(const CollArgs &sub, const AlgorithmInfo &algorithm) {
     return name;
 }
 
+NodeCounts node_counts_from_matrix(const CollArgs &a, int rank) {
+    return node_counts_of(a.count_matrix.data(), a.nranks, a.nodes, rank);
+}
+
 std::string needs_node_map(const CollArgs &a) {
     if (!a.nodes) return "needs to know which ranks share a node";
     if (a.nodes->nranks() != a.nranks) return "the node map has " + std::to_string(a.nodes->nranks()) + " ranks";

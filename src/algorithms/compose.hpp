@@ -2,6 +2,7 @@
 // ranks, run by whichever algorithm the sub-collective chooser picks for its
 // shape, and the direct exchanges the hierarchical plans glue phases with.
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -44,6 +45,33 @@ struct NodeView {
           local(map.local_index[rank]),
           k(static_cast<int>(map.members[map.node_of[rank]].size())) {}
 };
+
+// What rank `rank` learns of an alltoallv whose every count `matrix` holds
+// (row s what rank s sends, p x p): the counts of its node's ranks (`nodes`;
+// one node where null) and every rank's totals, as a rank's own call
+// exchanges them.
+template <typename Count>
+NodeCounts node_counts_of(const Count *matrix, int nranks, const NodeMap *nodes, int rank) {
+    const size_t p = static_cast<size_t>(nranks);
+    NodeCounts n;
+    n.node = nodes ? nodes->node_of[rank] : 0;
+    n.ranks = p;
+    const size_t k = nodes ? nodes->members[n.node].size() : p;
+    auto member = [&](size_t i) { return nodes ? static_cast<size_t>(nodes->members[n.node][i]) : i; };
+    n.counts.resize(2 * k * p);
+    for (size_t i = 0; i < k; ++i)
+        for (size_t peer = 0; peer < p; ++peer) {
+            n.counts[i * p + peer] = static_cast<size_t>(matrix[member(i) * p + peer]);
+            n.counts[(k + i) * p + peer] = static_cast<size_t>(matrix[peer * p + member(i)]);
+        }
+    for (size_t b = 0; b < p * p; ++b) {
+        n.total += static_cast<size_t>(matrix[b]);
+        n.largest = std::max(n.largest, static_cast<size_t>(matrix[b]));
+    }
+    return n;
+}
+// The same from the model's description, a.count_matrix and a.nodes.
+NodeCounts node_counts_from_matrix(const CollArgs &a, int rank);
 
 // Restriction shared by the node-aware algorithms: a node map (any number
 // of nodes, one included, any ranks per node). Communicators on one node

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compose.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/device_call.hpp"
 #include "runtime/setup_mpi.hpp"
@@ -383,30 +384,83 @@ bool checks_vector_counts(loom_comm_t comm) { return comm->impl->config().intege
 const ParamId kParamAlltoallvGatherCounts = declare_param(
     ParamSection::algorithms,
     {"alltoallv_gather_counts", ParamType::choice, "auto", 4,
-     "Whether an alltoallv first gathers every rank's counts (an allgather of p counts per rank), which the "
-     "node-aware alltoallv (node_aggregation) needs to size what its agents forward: auto, on communicators that "
+     "Whether an alltoallv first learns what the node-aware alltoallv (node_aggregation) needs to size what its "
+     "agents forward, and what selection by size needs: the counts of its node's ranks (an alltoallv among them) "
+     "and every rank's total and largest block (an allgather of two numbers per rank): auto, on communicators that "
      "span several nodes or where node_aggregation is forced; on, always; off, never (node_aggregation then cannot "
      "run)",
      0, 0, Collective::alltoallv, "auto,on,off"});
 
-// Whether an alltoallv on `comm` gathers every rank's counts first: as
+const ParamId kParamAlltoallvCountMatrixMaxRanks = declare_param(
+    ParamSection::algorithms,
+    {"alltoallv_count_matrix_max_ranks", ParamType::integer, "64", 5,
+     "Up to this many ranks, an alltoallv that learns the others' counts (alltoallv_gather_counts) gathers every "
+     "rank's in one allgather of p counts per rank; above it, in two calls, the counts of its node's ranks (an "
+     "alltoallv among them) and every rank's total and largest block (an allgather of two numbers per rank), so "
+     "that a rank holds ranks-per-node x p counts instead of p x p. The plans are the same either way",
+     0, 1LL << 30, Collective::alltoallv});
+
+// Whether an alltoallv on `comm` learns the others' counts first: as
 // alltoallv_gather_counts says, and (unless off) where the algorithm that
 // needs them is forced, which every rank does alike.
-bool gathers_count_matrix(loom_comm_t comm) {
+bool learns_others_counts(loom_comm_t comm) {
     const Config &config = comm->impl->config();
     const long long mode = config.integer(kParamAlltoallvGatherCounts);
     return mode == 1 || (mode == 0 && (comm->impl->nodes().nodes() >= 2 ||
                                        forced_algorithm(config, Collective::alltoallv) == "node_aggregation"));
 }
 
-// Every rank's alltoallv counts, row s what rank s sends, where
-// alltoallv_gather_counts asks for them (auto: across nodes).
-Status gather_count_matrix(loom_comm_t comm, CollArgs &a) {
-    if (!gathers_count_matrix(comm)) return LOOM_SUCCESS;
-    const size_t p = static_cast<size_t>(comm->impl->size());
-    std::vector<int64_t> mine(a.send_counts.begin(), a.send_counts.end()), all(p * p);
-    LOOM_RETURN_IF_ERROR(comm->impl->allgather_bytes(mine.data(), p * sizeof(int64_t), all.data()));
-    a.count_matrix.assign(all.begin(), all.end());
+// What an alltoallv across nodes learns before it runs
+// (CollArgs::node_counts), where alltoallv_gather_counts asks for it (auto:
+// across nodes). Up to alltoallv_count_matrix_max_ranks ranks, from every
+// rank's counts, one allgather; above, every rank's total and largest
+// block, an allgather of two numbers per rank, and the send and receive
+// counts of this rank's node's ranks, an alltoallv among them: each rank
+// holds O(ranks per node x ranks) counts, not every rank's.
+Status learn_node_counts(loom_comm_t comm, CollArgs &a) {
+    if (!learns_others_counts(comm)) return LOOM_SUCCESS;
+    Communicator &c = *comm->impl;
+    const size_t p = static_cast<size_t>(c.size());
+    const NodeMap &m = c.nodes();
+    if (static_cast<long long>(p) <= c.config().integer(kParamAlltoallvCountMatrixMaxRanks)) {
+        std::vector<int64_t> mine(a.send_counts.begin(), a.send_counts.end()), every(p * p);
+        LOOM_RETURN_IF_ERROR(c.allgather_bytes(mine.data(), p * sizeof(int64_t), every.data()));
+        a.node_counts = node_counts_of(every.data(), c.size(), &m, c.rank());
+        return LOOM_SUCCESS;
+    }
+    NodeCounts n;
+    n.node = m.node_of[c.rank()];
+    n.ranks = p;
+    const std::vector<int> &members = m.members[n.node];
+    const size_t k = members.size();
+    int64_t mine[2] = {0, 0};
+    for (size_t block : a.send_counts) {
+        mine[0] += static_cast<int64_t>(block);
+        mine[1] = std::max(mine[1], static_cast<int64_t>(block));
+    }
+    std::vector<int64_t> every(2 * p);
+    LOOM_RETURN_IF_ERROR(c.allgather_bytes(mine, sizeof mine, every.data()));
+    for (size_t r = 0; r < p; ++r) {
+        n.total += static_cast<size_t>(every[2 * r]);
+        n.largest = std::max(n.largest, static_cast<size_t>(every[2 * r + 1]));
+    }
+    // Each of the node's ranks sends every one of them (itself too) its send
+    // counts, then its receive counts: one block read by all.
+    std::vector<int64_t> out(a.send_counts.begin(), a.send_counts.end()), in(2 * p * k);
+    out.insert(out.end(), a.recv_counts.begin(), a.recv_counts.end());
+    std::vector<size_t> counts(p, 0), from_zero(p, 0), displs(p, 0);
+    for (size_t i = 0; i < k; ++i) {
+        counts[static_cast<size_t>(members[i])] = 2 * p;
+        displs[static_cast<size_t>(members[i])] = i * 2 * p;
+    }
+    LOOM_RETURN_IF_ERROR(c.alltoallv_int64(out.data(), counts, from_zero, in.data(), counts, displs));
+    n.counts.resize(2 * k * p);
+    for (size_t i = 0; i < k; ++i) {
+        const int64_t *theirs = in.data() + i * 2 * p;
+        std::copy(theirs, theirs + p, n.counts.begin() + static_cast<ptrdiff_t>(i * p));
+        std::copy(theirs + p, theirs + 2 * p, n.counts.begin() + static_cast<ptrdiff_t>((k + i) * p));
+    }
+    a.node_counts = std::move(n);
     return LOOM_SUCCESS;
 }
 
@@ -417,7 +471,7 @@ Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdis
     const Status local = alltoallv_args(comm, s, scounts, sdispls, rcounts, rdispls, t, &a);
     if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_alltoallv_counts(comm, local, a));
     LOOM_RETURN_IF_ERROR(local);
-    LOOM_RETURN_IF_ERROR(gather_count_matrix(comm, a));
+    LOOM_RETURN_IF_ERROR(learn_node_counts(comm, a));
     return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
 }
 
@@ -646,7 +700,14 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
         a.count = static_cast<size_t>(count);
         a.nranks = impl.size();
         if (is_vector_collective(c)) set_uniform_blocks(a, a.count);
-        if (c == Collective::alltoallv && !gathers_count_matrix(comm)) a.count_matrix.clear();  // as the call
+        if (c == Collective::alltoallv) {  // what the call learns, as it would
+            if (learns_others_counts(comm)) {
+                a.nodes = &impl.nodes();
+                a.node_counts = node_counts_from_matrix(a, impl.rank());
+                a.nodes = nullptr;  // the communicator sets it
+            }
+            a.count_matrix.clear();
+        }
     }
     return impl.prepare(a, type, in_place != 0, algorithm);
 }

@@ -331,6 +331,19 @@ CollArgs rank_args(const CollArgs &a, int rank) {
     return mine;
 }
 
+bool alltoallv_block_totals(const CollArgs &a, size_t *total, size_t *largest) {
+    if (a.node_counts.known()) {
+        *total = a.node_counts.total;
+        *largest = a.node_counts.largest;
+        return true;
+    }
+    const size_t p = static_cast<size_t>(a.nranks);
+    if (a.count_matrix.size() != p * p) return false;
+    *total = std::accumulate(a.count_matrix.begin(), a.count_matrix.end(), size_t{0});
+    *largest = a.count_matrix.empty() ? 0 : *std::max_element(a.count_matrix.begin(), a.count_matrix.end());
+    return true;
+}
+
 size_t extent_of(const std::vector<size_t> &counts, const std::vector<size_t> &displs) {
     size_t end = 0;
     for (size_t i = 0; i < counts.size(); ++i)

@@ -221,6 +221,28 @@ struct BlockLayout {
     std::vector<size_t> offsets;
 };
 
+// What an alltoallv across nodes learns of the other ranks' counts before
+// it runs (CollArgs::node_counts): the counts of every block that leaves or
+// enters the caller's node, from the node's own ranks, which
+// node_aggregation's agents size their packs by, and two figures over every
+// rank's blocks, the same on every rank, which selection reads. O(ranks per
+// node x ranks) per rank, where every rank's counts would be ranks squared.
+struct NodeCounts {
+    int node = 0;                // the node whose ranks these are
+    size_t ranks = 0;            // p, the communicator's
+    std::vector<size_t> counts;  // rows of p: each of the node's ranks' send counts, then their receive counts
+    size_t total = 0;            // every rank's blocks, summed
+    size_t largest = 0;          // the largest block of any rank
+    bool known() const { return !counts.empty(); }
+    size_t rows() const { return ranks ? counts.size() / (2 * ranks) : 0; }  // the node's ranks
+    // What the node's i-th rank sends rank d, and receives from rank s.
+    size_t sent(size_t i, size_t d) const { return counts[i * ranks + d]; }
+    size_t received(size_t i, size_t s) const { return counts[(rows() + i) * ranks + s]; }
+    bool operator==(const NodeCounts &o) const {
+        return node == o.node && ranks == o.ranks && counts == o.counts && total == o.total && largest == o.largest;
+    }
+};
+
 // What a plan is built for: the call's shape. Plans depend on shape (and
 // knobs) only, never on data.
 struct CollArgs {
@@ -235,9 +257,13 @@ struct CollArgs {
     std::vector<size_t> recv_displs;  // allgatherv, alltoallv: where each peer's block lands
     std::vector<size_t> send_counts;  // alltoallv: per peer
     std::vector<size_t> send_displs;  // alltoallv: where each peer's block is read
-    // alltoallv across nodes: every rank's counts, row s what rank s sends
-    // (p x p), which the ranks gather first; empty where they did not.
+    // alltoallv as --explain and the cost model describe it: every rank's
+    // counts, row s what rank s sends (p x p); empty in a rank's own call,
+    // which learns node_counts instead (rank_args derives them from this).
     std::vector<size_t> count_matrix;
+    // alltoallv across nodes: what the ranks exchange first; unknown where
+    // they did not.
+    NodeCounts node_counts;
     size_t elem_size = 1;             // bytes, so algorithms can size segments
     bool in_place = false;
     MemoryType memory = MemoryType::host;  // where the buffers live
@@ -288,7 +314,10 @@ void set_skewed_blocks(CollArgs &a, size_t block, size_t skew);
 bool knows_every_ranks_counts(const CollArgs &a);
 // The arguments rank `rank` passes in such a call, its blocks laid out in
 // rank order; `a` itself otherwise. The cost model prices every rank's own
-// program with them.
+// program with them (with the node counts node_counts_from_matrix gives).
 CollArgs rank_args(const CollArgs &a, int rank);
+// Every rank's blocks summed, and the largest, of an alltoallv that knows
+// them (node_counts, or the model's count_matrix): false where it does not.
+bool alltoallv_block_totals(const CollArgs &a, size_t *total, size_t *largest);
 
 }  // namespace loom

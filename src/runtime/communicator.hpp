@@ -237,6 +237,9 @@ class Communicator final : public SetupContext, public ThreadDriven {
     Status allgather_bytes(const void *mine, size_t bytes, void *all) override;
     Status allreduce_int64(int64_t *values, size_t n, loom_op_t op) override;
     Status alltoall_int64(const int64_t *mine, int64_t *theirs, size_t per_peer);
+    // Counts and displacements per peer, in elements.
+    Status alltoallv_int64(const int64_t *mine, std::vector<size_t> send_counts, std::vector<size_t> send_displs,
+                           int64_t *theirs, std::vector<size_t> recv_counts, std::vector<size_t> recv_displs);
     void run_deferred();  // the deferred set-ups, once
 
     // Which node each rank is on. Only before the first collective; plans

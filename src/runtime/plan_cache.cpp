@@ -16,7 +16,11 @@ size_t PlanKeyHash::operator()(const PlanKey &k) const {
     mix(k.count);
     mix(k.elem_size);
     mix(k.config_generation << 2 | static_cast<uint64_t>(k.internal) << 1 | k.progress_thread);
-    for (const auto *v : {&k.recv_counts, &k.recv_displs, &k.send_counts, &k.send_displs, &k.count_matrix})
+    mix(static_cast<uint64_t>(k.node_counts.node));
+    mix(k.node_counts.total);
+    mix(k.node_counts.largest);
+    for (const auto *v :
+         {&k.recv_counts, &k.recv_displs, &k.send_counts, &k.send_displs, &k.count_matrix, &k.node_counts.counts})
         for (size_t c : *v) mix(c);
     return static_cast<size_t>(h);
 }

@@ -48,6 +48,7 @@ struct PlanKey {
     size_t count, elem_size;
     uint64_t config_generation;
     std::vector<size_t> recv_counts, recv_displs, send_counts, send_displs, count_matrix;
+    NodeCounts node_counts;
     bool internal;
     bool progress_thread;
 
@@ -55,11 +56,13 @@ struct PlanKey {
     template <typename Key>
     static auto fields(Key &k) {
         return std::tie(k.collective, k.in_place, k.memory, k.count, k.elem_size, k.config_generation, k.recv_counts,
-                        k.recv_displs, k.send_counts, k.send_displs, k.count_matrix, k.internal, k.progress_thread);
+                        k.recv_displs, k.send_counts, k.send_displs, k.count_matrix, k.node_counts, k.internal,
+                        k.progress_thread);
     }
     static auto fields_of(const CollArgs &a, const uint64_t &generation, const bool &progress_thread) {
         return std::tie(a.collective, a.in_place, a.memory, a.count, a.elem_size, generation, a.recv_counts,
-                        a.recv_displs, a.send_counts, a.send_displs, a.count_matrix, a.internal, progress_thread);
+                        a.recv_displs, a.send_counts, a.send_displs, a.count_matrix, a.node_counts, a.internal,
+                        progress_thread);
     }
 
     // `progress_thread`: for calls the progress thread may drive.

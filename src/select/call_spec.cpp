@@ -132,7 +132,7 @@ Status parse_call_spec(const std::string &text, const Config &config, CallSpec *
         return fail(LOOM_ERR_INVALID_ARGUMENT, "explain: skew=" + std::to_string(skew) + " is more than the " +
                                                    std::to_string(np) +
                                                    " ranks (skew is the largest block over the mean)");
-    // An alltoallv gathers every rank's counts only across nodes (alltoallv_gather_counts auto);
+    // An alltoallv learns the others' counts only across nodes (alltoallv_gather_counts auto);
     // skewed counts on one node keep them, for the model to price every rank's own blocks.
     if (nodes < 2 && skew == 1) a.count_matrix.clear();
     std::vector<int> labels(static_cast<size_t>(np));

@@ -106,11 +106,13 @@ size_t total_bytes(const CollArgs &a) {
         case Collective::allgather:
         case Collective::alltoall: return message_bytes(a) * static_cast<size_t>(a.nranks);
         // alltoallv: what a rank sends on average, from every rank's counts
-        // where gathered (the same on every rank), else this rank's own.
-        case Collective::alltoallv:
-            return (a.count_matrix.empty() ? sum_of(a.send_counts)
-                                           : sum_of(a.count_matrix) / static_cast<size_t>(std::max(a.nranks, 1))) *
+        // where learnt (the same on every rank), else this rank's own.
+        case Collective::alltoallv: {
+            size_t total = 0, largest = 0;
+            return (alltoallv_block_totals(a, &total, &largest) ? total / static_cast<size_t>(std::max(a.nranks, 1))
+                                                                : sum_of(a.send_counts)) *
                    a.elem_size;
+        }
         case Collective::allgatherv: return sum_of(a.recv_counts) * a.elem_size;
     }
     return 0;
@@ -130,13 +132,17 @@ size_t elements_per_rank(const CollArgs &a) {
 }
 
 size_t skew_of(const CollArgs &a) {
-    const std::vector<size_t> &blocks = a.collective == Collective::alltoallv    ? a.count_matrix
-                                        : a.collective == Collective::allgatherv ? a.recv_counts
-                                                                                 : std::vector<size_t>{};
-    const size_t total = sum_of(blocks);
+    size_t total = 0, largest = 0, blocks = 0;
+    if (a.collective == Collective::alltoallv) {
+        if (!alltoallv_block_totals(a, &total, &largest)) return 1;
+        blocks = static_cast<size_t>(a.nranks) * static_cast<size_t>(a.nranks);
+    } else if (a.collective == Collective::allgatherv && !a.recv_counts.empty()) {
+        total = sum_of(a.recv_counts);
+        largest = *std::max_element(a.recv_counts.begin(), a.recv_counts.end());
+        blocks = a.recv_counts.size();
+    }
     if (total == 0) return 1;
-    const size_t largest = *std::max_element(blocks.begin(), blocks.end());
-    return std::max<size_t>(1, largest * blocks.size() / total);
+    return std::max<size_t>(1, largest * blocks / total);
 }
 
 Status parse_rules(const std::string &text, const std::string &origin, RuleSet *out) {
@@ -213,7 +219,7 @@ Status parse_rules(const std::string &text, const std::string &origin, RuleSet *
             // counts: a size decides only where every rank's were gathered.
             if (r.collective == Collective::alltoallv && x.range != &r.comm_size && x.range != &r.nodes &&
                 x.range != &r.ppn)
-                r.needs_count_matrix = true;
+                r.needs_every_ranks_counts = true;
         }
         const std::pair<const char *, std::optional<bool> *> flags[] = {{"single_node", &r.single_node},
                                                                         {"power_of_two", &r.power_of_two}};
@@ -290,7 +296,8 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
         if (r.collective != a.collective || !memory_matches(r.memory, a.memory)) continue;
         if (r.single_node && *r.single_node != a.single_node) continue;
         if (r.power_of_two && *r.power_of_two != power_of_two) continue;
-        if (r.needs_count_matrix && a.count_matrix.empty()) continue;
+        size_t total_blocks = 0, largest_block = 0;
+        if (r.needs_every_ranks_counts && !alltoallv_block_totals(a, &total_blocks, &largest_block)) continue;
         if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) &&
             r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements) &&
             r.skew.contains(static_cast<long long>(skew_of(a))))

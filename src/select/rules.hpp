@@ -31,9 +31,9 @@ struct Rule {
     Range elements_per_rank;              // elements_per_rank(args)
     Range skew;                           // skew_of(args)
     std::optional<bool> single_node;      // CollArgs::single_node; unset: either
-    // An alltoallv rule with a size: it matches only calls that gathered
-    // every rank's counts (CollArgs::count_matrix), whose sizes every rank shares.
-    bool needs_count_matrix = false;
+    // An alltoallv rule with a size: it matches only calls that learnt the
+    // totals of every rank's counts (CollArgs::node_counts), the same on every rank.
+    bool needs_every_ranks_counts = false;
     std::optional<bool> power_of_two;     // of the communicator size; unset: either
     std::vector<std::string> algorithms;  // in order of preference: the first that can run the call
     std::string note;                     // why, shown in the selection's reason

@@ -152,7 +152,10 @@ for spec in "4 nodes=2" "5 0,1,1,0,2;rails=2"; do
     np=${spec%% *}
     [ "$mpi_only" = 1 ] && [ "$np" -eq 5 ] && continue
     topo=${spec#* }
-    if ! collectives "$np" LOOM_TOPOLOGY="$topo"; then
+    # On 5 ranks the alltoallv counts are learnt as above 64 ranks: the node's ranks' and every rank's totals.
+    at_scale=
+    [ "$np" -eq 5 ] && at_scale=LOOM_ALLTOALLV_COUNT_MATRIX_MAX_RANKS=0
+    if ! collectives "$np" LOOM_TOPOLOGY="$topo" $at_scale; then
         echo "FAIL: test_mpi_collectives at np=$np with LOOM_TOPOLOGY=$topo"
         status=1
     fi

@@ -104,6 +104,18 @@ TEST(Rules, AlltoallvSizesDecideOnlyWithEveryRanksCounts) {
     r = match_rule(set, a);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->algorithms[0], "scattered");
+    // What a rank's own call learns across nodes: its node's counts and the
+    // totals of every rank's, which decide as the whole matrix did.
+    a.node_counts.ranks = 4;
+    a.node_counts.counts.assign(2 * 2 * 4, 16);  // a node of 2 ranks
+    a.node_counts.total = 16 * 16;
+    a.node_counts.largest = 16;
+    EXPECT_EQ(message_bytes(a), 16u * 4);
+    EXPECT_EQ(match_rule(set, a)->algorithms[0], "pairwise");
+    EXPECT_EQ(match_rule(skewed, a)->algorithms[0], "pairwise");
+    a.node_counts.largest = 16 * 16;
+    EXPECT_EQ(skew_of(a), 16u);
+    EXPECT_EQ(match_rule(skewed, a)->algorithms[0], "scattered");
 }
 
 TEST(Rules, AnInvalidFileIsReportedAndIgnored) {

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 
+#include "algorithms/compose.hpp"
 #include "call_args.hpp"
 #include "cooperative_runner.hpp"
 #include "node_map.hpp"
@@ -125,8 +126,13 @@ std::vector<CollArgs> rank_calls(const VectorCase &c, const Matrix &m) {
         a.in_place = c.in_place;
         a.nodes = c.nodes;
         if (a.collective == Collective::alltoallv) {
-            // What the ranks gather on communicators that span nodes: every rank's counts.
-            for (int i = 0; i < c.p; ++i) a.count_matrix.insert(a.count_matrix.end(), m[i].begin(), m[i].end());
+            // What the ranks learn on communicators that span nodes: the counts
+            // of their node's ranks and every rank's totals, not the others' counts.
+            if (c.nodes) {
+                for (int i = 0; i < c.p; ++i) a.count_matrix.insert(a.count_matrix.end(), m[i].begin(), m[i].end());
+                a.node_counts = node_counts_from_matrix(a, r);
+                a.count_matrix.clear();
+            }
             for (int i = 0; i < c.p; ++i) a.recv_counts.push_back(m[i][r]);
             a.recv_displs = scattered_layout(a.recv_counts, r, 3);
             if (c.in_place) {
@@ -273,6 +279,48 @@ TEST(VectorCollectives, EveryAlgorithmOfBothIsTested) {
         (a->collective == Collective::alltoallv ? alltoallv : allgatherv)++;
     EXPECT_GE(alltoallv, 3);
     EXPECT_GE(allgatherv, 4);
+}
+
+// An alltoallv across nodes learns the counts of its node's ranks, not
+// every rank's: node_aggregation builds from them alone, and refuses
+// counts whose rows are not their node's ranks.
+TEST(VectorCollectives, NodeAggregationBuildsFromItsNodesCountsAlone) {
+    const AlgorithmInfo *node_aggregation = find_algorithm(Collective::alltoallv, "node_aggregation");
+    ASSERT_NE(node_aggregation, nullptr);
+    NodeMap nodes;
+    ASSERT_EQ(NodeMap::parse("0,0,0,1,1,2,2,2,2", 9, &nodes), LOOM_SUCCESS);
+    const Matrix m = count_matrix(Shape::random, 9, 5);
+    const VectorCase c{node_aggregation, 9, Shape::random, 4, false, false, &nodes};
+    const std::vector<CollArgs> calls = rank_calls(c, m);
+    for (int r = 0; r < 9; ++r) {
+        const CollArgs &a = calls[static_cast<size_t>(r)];
+        EXPECT_TRUE(a.count_matrix.empty());
+        const size_t k = nodes.members[nodes.node_of[r]].size();
+        EXPECT_EQ(a.node_counts.rows(), k) << "rank " << r;
+        EXPECT_EQ(a.node_counts.counts.size(), 2 * k * 9) << "rank " << r;
+        for (size_t i = 0; i < k; ++i)
+            for (size_t peer = 0; peer < 9; ++peer) {
+                const int member = nodes.members[nodes.node_of[r]][i];
+                EXPECT_EQ(a.node_counts.sent(i, peer), m[member][peer]);
+                EXPECT_EQ(a.node_counts.received(i, peer), m[peer][member]);
+            }
+        EXPECT_EQ(node_aggregation->not_applicable(a), "") << "rank " << r;
+    }
+    size_t total = 0, largest = 0;
+    for (const auto &row : m)
+        for (size_t block : row) {
+            total += block;
+            largest = std::max(largest, block);
+        }
+    EXPECT_EQ(calls[4].node_counts.total, total);
+    EXPECT_EQ(calls[4].node_counts.largest, largest);
+    // Node 0 has 3 ranks: 2 ranks' counts (node 1's) do not describe it.
+    CollArgs wrong = calls[0];
+    wrong.node_counts = calls[3].node_counts;
+    wrong.node_counts.node = 0;
+    EXPECT_NE(node_aggregation->not_applicable(wrong), "");
+    wrong.node_counts = NodeCounts{};
+    EXPECT_NE(node_aggregation->not_applicable(wrong), "");
 }
 
 // The plan of a rank depends on that rank's own counts only: a plan built

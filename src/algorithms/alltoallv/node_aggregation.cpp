@@ -4,9 +4,10 @@
 // hands each of its node's ranks its run. Each node's agents are spread over
 // its local ranks, so every local rank owns a share of the destination
 // nodes and its rail carries that share. Blocks within a node go directly.
-// Every rank builds from the whole count matrix (CollArgs::count_matrix,
-// which the ranks gather first), so the agents know the sizes of what they
-// forward; empty blocks send nothing. Nodes may be uneven.
+// Every rank builds from the counts of the blocks that leave or enter its
+// node (CollArgs::node_counts, which the ranks learn first; the cost model
+// gives every rank's), so the agents know the sizes of what they forward;
+// empty blocks send nothing. Nodes may be uneven.
 #include <numeric>
 
 #include "algorithms/compose.hpp"
@@ -17,16 +18,26 @@ namespace {
 std::string not_applicable(const CollArgs &a) {
     const std::string nodes = needs_node_map(a);
     if (!nodes.empty()) return nodes;
-    if (a.count_matrix.size() != static_cast<size_t>(a.nranks) * static_cast<size_t>(a.nranks))
-        return "every rank's counts (alltoallv gathers them on communicators that span several nodes)";
+    const size_t p = static_cast<size_t>(a.nranks);
+    if (a.count_matrix.size() == p * p) return {};  // the model's description: every rank's counts
+    const NodeCounts &n = a.node_counts;
+    const size_t rows = n.node >= 0 && n.node < a.nodes->nodes() ? static_cast<size_t>(a.nodes->ranks_on(n.node)) : 0;
+    if (!n.known() || n.ranks != p || n.rows() != rows || n.counts.size() != 2 * rows * n.ranks)
+        return "the counts of its node's ranks (alltoallv exchanges them on communicators that span several nodes)";
     return {};
 }
 
 void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     const NodeView v(a, rank);
     const NodeMap &m = v.map;
-    const size_t p = static_cast<size_t>(a.nranks);
-    auto count = [&](int s, int d) { return a.count_matrix[static_cast<size_t>(s) * p + static_cast<size_t>(d)]; };
+    // What a rank's call learnt, or the same from the model's every-rank counts.
+    const NodeCounts derived = a.node_counts.known() ? NodeCounts{} : node_counts_from_matrix(a, rank);
+    const NodeCounts &n = a.node_counts.known() ? a.node_counts : derived;
+    // Every block this rank's plan sizes leaves or enters its node.
+    auto count = [&](int s, int d) {
+        if (m.node_of[s] == v.node) return n.sent(static_cast<size_t>(m.local_index[s]), static_cast<size_t>(d));
+        return n.received(static_cast<size_t>(m.local_index[d]), static_cast<size_t>(s));
+    };
     // The local rank of `node` that handles traffic with node `other`.
     auto agent = [&](int node, int other) { return m.pick(node, static_cast<size_t>(other)); };
     b.copy(received_block(a, rank), sent_block(a, rank));
@@ -122,9 +133,9 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
 extern const AlgorithmInfo kAlltoallvNodeAggregation = {
     Collective::alltoallv,
     "node_aggregation",
-    "per node pair one aggregated message between agents spread over the local ranks and their rails, from every "
-    "rank's counts gathered first; for exchanges across nodes",
-    "a node map, and every rank's counts (gathered on communicators that span several nodes)",
+    "per node pair one aggregated message between agents spread over the local ranks and their rails, from the "
+    "counts its node's ranks exchange first; for exchanges across nodes",
+    "a node map, and the counts of its node's ranks (exchanged on communicators that span several nodes)",
     not_applicable,
     build,
     /*in_place_aliasing_safe=*/false};
