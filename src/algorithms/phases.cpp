@@ -164,7 +164,7 @@ Ring::Ring(const CollArgs &a, size_t segment_bytes, int r, BlockLayout layout, s
       blocks(std::move(layout)),
       owned(owned_block),
       largest_block(largest_of(blocks)),
-      segment(std::max<size_t>(1, segment_bytes ? segment_bytes / a.elem_size : largest_block)) {}
+      segment(segment_elements(segment_bytes, a.elem_size, largest_block)) {}
 
 size_t Ring::block_before_owned(int back) const {
     const long long p = nranks, i = (static_cast<long long>(owned) - back) % p;

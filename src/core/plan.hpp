@@ -5,6 +5,7 @@
 // no clock, so the same program feeds the executor, the unit tests (all ranks
 // in one process), the cost model and the simulator.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -205,6 +206,12 @@ class ProgramBuilder {
     bool input_aliased_ = false;
     size_t input_alias_offset_ = 0;
 };
+
+// Elements in one segment of a pipelined plan: segment_bytes' worth (at
+// least one element), or `unsegmented` where segment_bytes is 0 (no cutting).
+inline size_t segment_elements(size_t segment_bytes, size_t elem_size, size_t unsegmented) {
+    return std::max<size_t>(1, segment_bytes ? segment_bytes / elem_size : unsegmented);
+}
 
 // Splits `count` elements into `parts` nearly equal contiguous blocks (the
 // first count % parts blocks get one more element).

@@ -28,8 +28,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     // (n - s)'s piece j and takes node (n - s - 1)'s.
     if (v.local < lanes) {
         const size_t largest = *std::max_element(a.recv_counts.begin(), a.recv_counts.end());
-        const size_t segment_bytes = b.knobs().segment_bytes;
-        const size_t segment = std::max<size_t>(1, segment_bytes ? segment_bytes / a.elem_size : largest);
+        const size_t segment = segment_elements(b.knobs().segment_bytes, a.elem_size, largest);
         const int next = m.members[(v.node + 1) % nodes][static_cast<size_t>(v.local)];
         const int prev = m.members[(v.node - 1 + nodes) % nodes][static_cast<size_t>(v.local)];
         // Calls f(segment) for each segment of `node`'s piece that this ring carries.

@@ -16,8 +16,7 @@ void build(const CollArgs &a, int rank, ProgramBuilder &b) {
     b.copy(received_block(a, rank), own_input);
     if (p == 1) return;
     const size_t largest = *std::max_element(a.recv_counts.begin(), a.recv_counts.end());
-    const size_t segment_bytes = b.knobs().segment_bytes;
-    const size_t segment = std::max<size_t>(1, segment_bytes ? segment_bytes / a.elem_size : largest);
+    const size_t segment = segment_elements(b.knobs().segment_bytes, a.elem_size, largest);
     const int right = (rank + 1) % p, left = (rank - 1 + p) % p;
     auto part = [&](Slice s, size_t off) {
         return off < s.count ? s.sub(off, std::min(segment, s.count - off)) : s.sub(0, 0);
