@@ -846,28 +846,27 @@ Status Communicator::attach_rails(std::unique_ptr<Transport> rails, int count, s
     return LOOM_SUCCESS;
 }
 
+Status Communicator::run_internal(CollArgs a, const void *in, void *out, loom_datatype_t type) {
+    a.internal = true;
+    CallData call;
+    call.sendbuf = in;
+    call.recvbuf = out;
+    call.type = type;
+    return run(std::move(a), call);
+}
+
 Status Communicator::allgather_bytes(const void *mine, size_t bytes, void *all) {
     CollArgs a;
     a.collective = Collective::allgather;
     a.count = bytes;
-    a.internal = true;
-    CallData call;
-    call.sendbuf = mine;
-    call.recvbuf = all;
-    call.type = LOOM_BYTE;
-    return run(a, call);
+    return run_internal(std::move(a), mine, all, LOOM_BYTE);
 }
 
 Status Communicator::alltoall_int64(const int64_t *mine, int64_t *theirs, size_t per_peer) {
     CollArgs a;
     a.collective = Collective::alltoall;
     a.count = per_peer;
-    a.internal = true;
-    CallData call;
-    call.sendbuf = mine;
-    call.recvbuf = theirs;
-    call.type = LOOM_INT64;
-    return run(a, call);
+    return run_internal(std::move(a), mine, theirs, LOOM_INT64);
 }
 
 Status Communicator::alltoallv_int64(const int64_t *mine, std::vector<size_t> send_counts,
@@ -879,12 +878,7 @@ Status Communicator::alltoallv_int64(const int64_t *mine, std::vector<size_t> se
     a.send_displs = std::move(send_displs);
     a.recv_counts = std::move(recv_counts);
     a.recv_displs = std::move(recv_displs);
-    a.internal = true;
-    CallData call;
-    call.sendbuf = mine;
-    call.recvbuf = theirs;
-    call.type = LOOM_INT64;
-    return run(a, call);
+    return run_internal(std::move(a), mine, theirs, LOOM_INT64);
 }
 
 Status Communicator::allreduce_int64(int64_t *values, size_t n, loom_op_t op) {

@@ -241,6 +241,8 @@ class Communicator final : public SetupContext, public ThreadDriven {
     Status alltoallv_int64(const int64_t *mine, std::vector<size_t> send_counts, std::vector<size_t> send_displs,
                            int64_t *theirs, std::vector<size_t> recv_counts, std::vector<size_t> recv_displs);
     void run_deferred();  // the deferred set-ups, once
+    // One of the above: `a` (collective and sizes) over `in` and `out`.
+    Status run_internal(CollArgs a, const void *in, void *out, loom_datatype_t type);
 
     // Which node each rank is on. Only before the first collective; plans
     // of node-aware algorithms depend on it.
