@@ -701,11 +701,8 @@ int loom_comm_prepare(loom_comm_t comm, const char *collective, int64_t count, c
         a.nranks = impl.size();
         if (is_vector_collective(c)) set_uniform_blocks(a, a.count);
         if (c == Collective::alltoallv) {  // what the call learns, as it would
-            if (learns_others_counts(comm)) {
-                a.nodes = &impl.nodes();
-                a.node_counts = node_counts_from_matrix(a, impl.rank());
-                a.nodes = nullptr;  // the communicator sets it
-            }
+            if (learns_others_counts(comm))
+                a.node_counts = node_counts_of(a.count_matrix.data(), a.nranks, &impl.nodes(), impl.rank());
             a.count_matrix.clear();
         }
     }

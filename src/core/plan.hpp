@@ -266,7 +266,8 @@ struct CollArgs {
     std::vector<size_t> send_displs;  // alltoallv: where each peer's block is read
     // alltoallv as --explain and the cost model describe it: every rank's
     // counts, row s what rank s sends (p x p); empty in a rank's own call,
-    // which learns node_counts instead (rank_args derives them from this).
+    // which learns node_counts instead (node_aggregation derives a rank's
+    // node counts from this where they are unknown).
     std::vector<size_t> count_matrix;
     // alltoallv across nodes: what the ranks exchange first; unknown where
     // they did not.
@@ -321,7 +322,7 @@ void set_skewed_blocks(CollArgs &a, size_t block, size_t skew);
 bool knows_every_ranks_counts(const CollArgs &a);
 // The arguments rank `rank` passes in such a call, its blocks laid out in
 // rank order; `a` itself otherwise. The cost model prices every rank's own
-// program with them (with the node counts node_counts_from_matrix gives).
+// program with them.
 CollArgs rank_args(const CollArgs &a, int rank);
 // Every rank's blocks summed, and the largest, of an alltoallv that knows
 // them (node_counts, or the model's count_matrix): false where it does not.

@@ -291,16 +291,19 @@ const Rule *match_rule(const RuleSet &rules, const CollArgs &a, size_t from) {
     const long long total = static_cast<long long>(total_bytes(a));
     const long long elements = static_cast<long long>(elements_per_rank(a));
     const bool power_of_two = is_power_of_two(a.nranks);
+    // Once per call, not per rule: from the model's every-rank counts these sum p x p blocks.
+    size_t total_blocks = 0, largest_block = 0;
+    const bool knows_every_ranks_totals = alltoallv_block_totals(a, &total_blocks, &largest_block);
+    const long long skew = static_cast<long long>(skew_of(a));
     for (size_t i = from; i < rules.rules.size(); ++i) {
         const Rule &r = rules.rules[i];
         if (r.collective != a.collective || !memory_matches(r.memory, a.memory)) continue;
         if (r.single_node && *r.single_node != a.single_node) continue;
         if (r.power_of_two && *r.power_of_two != power_of_two) continue;
-        size_t total_blocks = 0, largest_block = 0;
-        if (r.needs_every_ranks_counts && !alltoallv_block_totals(a, &total_blocks, &largest_block)) continue;
+        if (r.needs_every_ranks_counts && !knows_every_ranks_totals) continue;
         if (r.comm_size.contains(a.nranks) && r.nodes.contains(nodes) && r.ppn.contains(ppn) &&
             r.bytes.contains(bytes) && r.total_bytes.contains(total) && r.elements_per_rank.contains(elements) &&
-            r.skew.contains(static_cast<long long>(skew_of(a))))
+            r.skew.contains(skew))
             return &r;
     }
     return nullptr;
