@@ -76,8 +76,14 @@ unit_check() {
     if [ "$2" -eq 0 ] && ! grep -q "$reports" "$1"; then
         unit_passed=$((unit_passed + $(grep -c '^\[       OK' "$1" || true)))
     else
-        echo "FAIL: asan unit tests $3"
-        grep -A30 "$reports\|^\[  FAILED" "$1" | head -80
+        echo "FAIL: asan unit tests $3 (exit $2)"
+        # A failure with neither a report nor a failed test (an abort, a
+        # signal, a sanitizer's own fatal error) shows the log's end.
+        if grep -q "$reports\|^\[  FAILED" "$1"; then
+            grep -A30 "$reports\|^\[  FAILED" "$1" | head -80
+        else
+            tail -40 "$1"
+        fi
         status=1
     fi
 }

@@ -28,6 +28,7 @@ if ./tests/unit/loom_unit_tests --gtest_filter='ProgressThread*:*ProgressThreadM
 else
     echo "FAIL: tsan unit tests"
     grep -A30 "WARNING: ThreadSanitizer\|FAILED" tsan-unit.log | head -60
+    tail -20 tsan-unit.log
     status=1
 fi
 for np in 2 3; do
