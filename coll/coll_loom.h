@@ -189,20 +189,6 @@ static inline bool mca_coll_loom_usable(mca_coll_loom_module_t *m) {
     return true;
 }
 
-/* A libloom call that failed where the module below cannot take it over,
- * because its peers wait inside Loom: the MPI error class it returns
- * (abandoned under hang_abort; ranks that called it with different
- * arguments, as Open MPI's own receive reports; this rank's arguments wrong
- * where Open MPI's checks do not look, as overlapping receive blocks: the
- * others took the call into Loom). 0: the module below may take the call. */
-static inline int mca_coll_loom_error_class(int rc) {
-    if (rc == LOOM_ERR_TIMEOUT) return MPI_ERR_OTHER;
-    if (rc == LOOM_ERR_MISMATCH) return MPI_ERR_TRUNCATE;
-    if (rc == LOOM_ERR_INVALID_ARGUMENT) return MPI_ERR_ARG;
-    if (rc == LOOM_ERR_INVALID_COUNT) return MPI_ERR_COUNT;
-    return 0;
-}
-
 /* After such an error the communicator keeps its context id until
  * MPI_Finalize (one extra reference, which Open MPI releases there): the
  * failed call's messages and revoke notices still in flight would

@@ -127,7 +127,7 @@ static size_t type_size(mca_coll_loom_module_t *m, loom_datatype_t t) {
  * missing ranks the module below would wait for too, or one whose ranks
  * disagree, which the others have already failed in Loom. */
 static int loom_done(mca_coll_loom_module_t *m, enum coll_loom_collective c, int rc, size_t bytes) {
-    const int error_class = mca_coll_loom_error_class(rc);
+    const int error_class = loom_mpi_error_class(rc);
     if (error_class) {
         mca_coll_loom_keep_context(m);
         fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,

@@ -58,7 +58,7 @@ static int loom_progress(void) {
         }
         r->running = NULL;
         active[i] = active[--active_count];
-        const int error_class = mca_coll_loom_error_class(rc);
+        const int error_class = loom_mpi_error_class(rc);
         if (error_class) mca_coll_loom_keep_context(r->module);
         r->super.req_status.MPI_ERROR = rc == LOOM_SUCCESS ? MPI_SUCCESS : error_class ? error_class : MPI_ERR_INTERN;
         r->super.req_status._cancelled = 0;
@@ -175,7 +175,7 @@ static int request_start(size_t count, ompi_request_t **requests) {
         int rc = start_one(r);
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: MPI_Start: %s\n", loom_last_error());
-            const int error_class = mca_coll_loom_error_class(rc);
+            const int error_class = loom_mpi_error_class(rc);
             if (error_class) mca_coll_loom_keep_context(r->module);
             return error_class ? error_class : MPI_ERR_INTERN;
         }
@@ -260,7 +260,7 @@ int mca_coll_loom_request_start_nonblocking(mca_coll_loom_module_t *m, enum coll
     if (rc != LOOM_SUCCESS) {
         /* A communicator abandoned under hang_abort or revoked: the call is
          * an error (its peers are not in the module below either). */
-        const int error_class = mca_coll_loom_error_class(rc);
+        const int error_class = loom_mpi_error_class(rc);
         if (error_class) mca_coll_loom_keep_context(m);
         if (error_class)
             fprintf(stderr, "coll/loom: %s on %s: %s\n", mca_coll_loom_collective_name(c), m->comm->c_name,

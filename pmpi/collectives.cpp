@@ -163,7 +163,7 @@ int finish(Collective c, const char *function, MPI_Comm comm, loom_comm_t lc, Fo
         count_call(c, bytes, lc);
         return form == BLOCKING ? MPI_SUCCESS : register_request(req, form == PERSISTENT, comm, handle);
     }
-    if (error_class_of(rc)) return report_error(comm, function, rc);
+    if (loom_mpi_error_class(rc)) return report_error(comm, function, rc);
     static const bool verbose = std::getenv("LOOM_MPI_VERBOSE") != nullptr;
     if (verbose || rc != LOOM_ERR_ALGORITHM_NOT_APPLICABLE)
         std::fprintf(stderr, "loom-mpi: %s: %s: %s (handing the call to the MPI's own)\n", function, loom_strerror(rc),

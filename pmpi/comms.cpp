@@ -208,19 +208,6 @@ void count_hand_down(Collective c, HandDown why) {
     stats[c].hand_downs[why]++;
 }
 
-int error_class_of(int loom_status) {
-    switch (loom_status) {
-        case LOOM_SUCCESS: return 0;
-        /* Wrong arguments: the MPI's own collective would read or write past a
-         * buffer, or wait for ranks that have failed in Loom. */
-        case LOOM_ERR_INVALID_ARGUMENT: return MPI_ERR_ARG;
-        case LOOM_ERR_INVALID_COUNT: return MPI_ERR_COUNT;
-        case LOOM_ERR_TIMEOUT: return MPI_ERR_OTHER;
-        case LOOM_ERR_MISMATCH: return MPI_ERR_TRUNCATE;
-        default: return 0;
-    }
-}
-
 int report(MPI_Comm comm, const char *what, int error_class, const char *message) {
     MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
     PMPI_Comm_get_errhandler(comm, &handler);
@@ -233,7 +220,7 @@ int report(MPI_Comm comm, const char *what, int error_class, const char *message
 }
 
 int report_error(MPI_Comm comm, const char *what, int loom_status) {
-    const int error_class = error_class_of(loom_status);
+    const int error_class = loom_mpi_error_class(loom_status);
     return report(comm, what, error_class ? error_class : MPI_ERR_OTHER, loom_last_error());
 }
 

@@ -71,9 +71,6 @@ void count_hand_down(Collective c, HandDown why);
  * sit in the program's arrays beside the MPI's own requests. */
 int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Request *handle);
 
-/* The MPI error class for a libloom status, for the calls that fail rather
- * than go to the MPI's own collective; 0 where the MPI may take the call. */
-int error_class_of(int loom_status);
 /* Reports a failed Loom call on comm (loom_last_error on stderr where the
  * handler is fatal) through its error handler; returns the class. */
 int report_error(MPI_Comm comm, const char *what, int loom_status);

@@ -305,6 +305,14 @@ int loom_algorithm_memory(int index, const char **memory);
  * LOOM_ERR_INVALID_OP for derived types and user-defined ops. */
 int loom_datatype_from_mpi(MPI_Datatype type, loom_datatype_t *out);
 int loom_op_from_mpi(MPI_Op op, loom_op_t *out);
+/* The MPI error class an MPI layer returns for a failed Loom collective that
+ * it cannot hand to its MPI's own collective, because the other ranks wait
+ * inside Loom: LOOM_ERR_INVALID_ARGUMENT -> MPI_ERR_ARG, LOOM_ERR_INVALID_COUNT
+ * -> MPI_ERR_COUNT, LOOM_ERR_MISMATCH -> MPI_ERR_TRUNCATE (ranks that called
+ * with different counts, as MPI reports a receive too short), LOOM_ERR_TIMEOUT
+ * -> MPI_ERR_OTHER (abandoned under hang_abort). 0 for LOOM_SUCCESS and for
+ * every status the MPI's own collective may still take over. */
+int loom_mpi_error_class(int status);
 int loom_datatype_size(loom_datatype_t type, size_t *size);
 /* 1 when `op` is defined for `type` (MPI's rules), else 0. */
 int loom_op_supported(loom_datatype_t type, loom_op_t op);

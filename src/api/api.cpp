@@ -923,6 +923,16 @@ int loom_op_from_mpi(MPI_Op op, loom_op_t *out) {
     return fail(LOOM_ERR_INVALID_OP, "MPI op is user-defined or not supported by Loom (MPI_REPLACE, MPI_NO_OP, ...)");
 }
 
+int loom_mpi_error_class(int status) {
+    switch (status) {
+        case LOOM_ERR_INVALID_ARGUMENT: return MPI_ERR_ARG;
+        case LOOM_ERR_INVALID_COUNT: return MPI_ERR_COUNT;
+        case LOOM_ERR_MISMATCH: return MPI_ERR_TRUNCATE;
+        case LOOM_ERR_TIMEOUT: return MPI_ERR_OTHER;
+        default: return 0;
+    }
+}
+
 int loom_allreduce(const void *s, void *r, int64_t count, loom_datatype_t t, loom_op_t op, loom_comm_t comm) {
     int rc;
     if (repeated(comm, Collective::allreduce, s, r, count, nullptr, t, op, &rc)) return rc;

@@ -262,6 +262,30 @@ int main(int argc, char **argv) {
     expect(loom_comm_free(&comm), LOOM_SUCCESS, NULL, "free");
     expect(loom_comm_free(&comm), LOOM_ERR_INVALID_ARGUMENT, "NULL", "double free is an error, not a crash");
 
+    /* The error classes an MPI layer returns for calls it cannot hand down
+     * (coll/loom and libloom-mpi), and 0 for the ones it can. */
+    const struct {
+        int status, mpi_class;
+    } classes[] = {{LOOM_SUCCESS, 0},
+                   {LOOM_ERR_INVALID_ARGUMENT, MPI_ERR_ARG},
+                   {LOOM_ERR_INVALID_COUNT, MPI_ERR_COUNT},
+                   {LOOM_ERR_MISMATCH, MPI_ERR_TRUNCATE},
+                   {LOOM_ERR_TIMEOUT, MPI_ERR_OTHER},
+                   {LOOM_ERR_INVALID_DATATYPE, 0},
+                   {LOOM_ERR_INVALID_OP, 0},
+                   {LOOM_ERR_ALGORITHM_NOT_APPLICABLE, 0},
+                   {LOOM_ERR_TRANSPORT, 0},
+                   {LOOM_ERR_NO_MEMORY, 0}};
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; ++i) {
+        ++cases;
+        const int got = loom_mpi_error_class(classes[i].status);
+        if (got != classes[i].mpi_class) {
+            ++failures;
+            fprintf(stderr, "[rank %d] FAIL loom_mpi_error_class(%s) = %d, want %d\n", rank,
+                    loom_strerror(classes[i].status), got, classes[i].mpi_class);
+        }
+    }
+
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_mpi_errors np=%d: %d cases per rank, %d failures\n", size, cases, total);
