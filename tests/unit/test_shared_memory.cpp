@@ -558,7 +558,9 @@ TEST(SharedMemoryInbox, RemovesInboxesWhoseOwnerDied) {
     SharedMemoryNode mine;
     mine.local_ranks = {0, 1};
     ASSERT_EQ(shm_create_inbox(key, 1, &mine), LOOM_SUCCESS);
-    EXPECT_GE(shm_remove_stale_inboxes(), 1u);
+    // Not how many this call removed: any Loom process starting beside the
+    // test (make check runs the MPI tests alongside) removes stale inboxes too.
+    shm_remove_stale_inboxes();
     EXPECT_NE(SharedSegment::open(shm_inbox_name(key, 0), &seg), LOOM_SUCCESS);
     EXPECT_EQ(SharedSegment::open(shm_inbox_name(key, 1), &seg), LOOM_SUCCESS);
 }
