@@ -1,7 +1,8 @@
 /*
  * libloom-mpi's collectives: MPI_Allreduce, MPI_Reduce_scatter(_block),
  * MPI_Allgather(v), MPI_Alltoall(v), each blocking, nonblocking (MPI_I...)
- * and persistent (MPI 4's MPI_..._init, or Open MPI's MPIX_..._init). A call
+ * and persistent (MPI 4's MPI_..._init, or Open MPI's MPIX_..._init), and
+ * under MPI 4 their large-count forms (MPI_Allreduce_c, ...). A call
  * Loom can take runs in libloom; any other, and any libloom refuses, goes to
  * the MPI's own PMPI_ entry with a counted reason. Wrong arguments are the
  * MPI's errors (the communicator's handler), with libloom's message.
@@ -41,14 +42,16 @@ const char *const ALIASED =
 const char *const NULL_TYPE_OR_OP = "MPI_DATATYPE_NULL or MPI_OP_NULL";
 const char *const NULL_TYPE = "MPI_DATATYPE_NULL";
 
-bool any_negative(const int *counts, int p) {
+template <typename Count>
+bool any_negative(const Count *counts, int p) {
     for (int i = 0; i < p; ++i)
         if (counts[i] < 0) return true;
     return false;
 }
 
 /* The counts are not negative: any_negative refused those first. */
-uint64_t sum_of(const int *counts, int p) {
+template <typename Count>
+uint64_t sum_of(const Count *counts, int p) {
     uint64_t total = 0;
     for (int i = 0; i < p; ++i) total += static_cast<uint64_t>(counts[i]);
     return total;
@@ -149,8 +152,9 @@ int rank_of(loom_comm_t lc) {
     return me;
 }
 
-/* MPI's int array widened for libloom (which copies it). */
-const int64_t *widen(const int *from, int p, std::vector<int64_t> *to) {
+/* MPI's int (or MPI_Count, MPI_Aint) array as libloom's (which copies it). */
+template <typename Count>
+const int64_t *widen(const Count *from, int p, std::vector<int64_t> *to) {
     to->assign(from, from + p);
     return to->data();
 }
@@ -174,7 +178,10 @@ int finish(Collective c, const char *function, MPI_Comm comm, loom_comm_t lc, Fo
 
 LOOM_MPI_THREAD_LOCAL std::vector<int64_t> counts_a, counts_b, counts_c, counts_d;
 
-int allreduce(Form form, const char *function, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
+/* Each collective takes MPI's int counts, or MPI 4's MPI_Count counts and
+ * MPI_Aint displacements (the _c forms). */
+template <typename Count>
+int allreduce(Form form, const char *function, const void *sbuf, void *rbuf, Count count, MPI_Datatype dtype, MPI_Op op,
               MPI_Comm comm, MPI_Request *handle) {
     loom_comm_t lc = front(ALLREDUCE, comm);
     if (!lc) return HAND_DOWN;
@@ -194,7 +201,8 @@ int allreduce(Form form, const char *function, const void *sbuf, void *rbuf, int
                   static_cast<uint64_t>(count) * element_size(type));
 }
 
-int reduce_scatter(Form form, const char *function, const void *sbuf, void *rbuf, const int *rcounts,
+template <typename Count>
+int reduce_scatter(Form form, const char *function, const void *sbuf, void *rbuf, const Count *rcounts,
                    MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *handle) {
     loom_comm_t lc = front(REDUCE_SCATTER, comm);
     if (!lc) return HAND_DOWN;
@@ -217,8 +225,9 @@ int reduce_scatter(Form form, const char *function, const void *sbuf, void *rbuf
     return finish(REDUCE_SCATTER, function, comm, lc, form, rc, req, handle, total * element_size(type));
 }
 
-int reduce_scatter_block(Form form, const char *function, const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
-                         MPI_Op op, MPI_Comm comm, MPI_Request *handle) {
+template <typename Count>
+int reduce_scatter_block(Form form, const char *function, const void *sbuf, void *rbuf, Count rcount,
+                         MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *handle) {
     loom_comm_t lc = front(REDUCE_SCATTER_BLOCK, comm);
     if (!lc) return HAND_DOWN;
     if (rcount < 0) return report(comm, function, MPI_ERR_COUNT, NEGATIVE);
@@ -238,8 +247,9 @@ int reduce_scatter_block(Form form, const char *function, const void *sbuf, void
 }
 
 /* Allgather and alltoall: the same arguments, the same checks. */
-int movement_call(Collective c, Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype,
-                  void *rbuf, int rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+template <typename Count>
+int movement_call(Collective c, Form form, const char *function, const void *sbuf, Count scount, MPI_Datatype sdtype,
+                  void *rbuf, Count rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
     loom_comm_t lc = front(c, comm);
     const bool sends = sbuf != MPI_IN_PLACE;
     if (!lc) return HAND_DOWN;
@@ -261,18 +271,21 @@ int movement_call(Collective c, Form form, const char *function, const void *sbu
                   static_cast<uint64_t>(rcount) * static_cast<uint64_t>(size_of(lc)) * element_size(type));
 }
 
-int allgather(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
-              int rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+template <typename Count>
+int allgather(Form form, const char *function, const void *sbuf, Count scount, MPI_Datatype sdtype, void *rbuf,
+              Count rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
     return movement_call(ALLGATHER, form, function, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, handle);
 }
 
-int alltoall(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
-             MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+template <typename Count>
+int alltoall(Form form, const char *function, const void *sbuf, Count scount, MPI_Datatype sdtype, void *rbuf,
+             Count rcount, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
     return movement_call(ALLTOALL, form, function, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, handle);
 }
 
-int alltoallv(Form form, const char *function, const void *sbuf, const int *scounts, const int *sdispls,
-              MPI_Datatype sdtype, void *rbuf, const int *rcounts, const int *rdispls, MPI_Datatype rdtype,
+template <typename Count, typename Displacement>
+int alltoallv(Form form, const char *function, const void *sbuf, const Count *scounts, const Displacement *sdispls,
+              MPI_Datatype sdtype, void *rbuf, const Count *rcounts, const Displacement *rdispls, MPI_Datatype rdtype,
               MPI_Comm comm, MPI_Request *handle) {
     loom_comm_t lc = front(ALLTOALLV, comm);
     if (!lc) return HAND_DOWN;
@@ -300,8 +313,10 @@ int alltoallv(Form form, const char *function, const void *sbuf, const int *scou
     return finish(ALLTOALLV, function, comm, lc, form, rc, req, handle, total * element_size(type));
 }
 
-int allgatherv(Form form, const char *function, const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
-               const int *rcounts, const int *displs, MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *handle) {
+template <typename Count, typename Displacement>
+int allgatherv(Form form, const char *function, const void *sbuf, Count scount, MPI_Datatype sdtype, void *rbuf,
+               const Count *rcounts, const Displacement *displs, MPI_Datatype rdtype, MPI_Comm comm,
+               MPI_Request *handle) {
     loom_comm_t lc = front(ALLGATHERV, comm);
     if (!lc) return HAND_DOWN;
     const int p = size_of(lc);
@@ -380,9 +395,46 @@ int allgatherv(Form form, const char *function, const void *sbuf, int scount, MP
 #define LOOM_MPI_PERSISTENT(Name, lower, SHAPE)
 #endif
 
+/* MPI 4's large-count forms (MPI_Allreduce_c, MPI_Iallreduce_c,
+ * MPI_Allreduce_init_c, ...): MPI_Count counts, MPI_Aint displacements. */
+#if MPI_VERSION >= 4
+#define PARAMS_ALLREDUCE_C const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm
+#define PARAMS_REDUCE_SCATTER_C \
+    const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm
+#define PARAMS_REDUCE_SCATTER_BLOCK_C \
+    const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm
+#define PARAMS_MOVE_C                                                                                           \
+    const void *sbuf, MPI_Count scount, MPI_Datatype sdtype, void *rbuf, MPI_Count rcount, MPI_Datatype rdtype, \
+        MPI_Comm comm
+#define PARAMS_ALLGATHER_C PARAMS_MOVE_C
+#define PARAMS_ALLTOALL_C PARAMS_MOVE_C
+#define PARAMS_ALLTOALLV_C                                                                                  \
+    const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype sdtype, void *rbuf, \
+        const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rdtype, MPI_Comm comm
+#define PARAMS_ALLGATHERV_C                                                                         \
+    const void *sbuf, MPI_Count scount, MPI_Datatype sdtype, void *rbuf, const MPI_Count rcounts[], \
+        const MPI_Aint displs[], MPI_Datatype rdtype, MPI_Comm comm
+#define LOOM_MPI_LARGE_COUNT(Name, lower, SHAPE)                                         \
+    int MPI_##Name##_c(PARAMS_##SHAPE##_C) {                                             \
+        const int rc = lower(BLOCKING, "MPI_" #Name "_c", ARGS_##SHAPE, nullptr);        \
+        return rc != HAND_DOWN ? rc : PMPI_##Name##_c(ARGS_##SHAPE);                     \
+    }                                                                                    \
+    int MPI_I##lower##_c(PARAMS_##SHAPE##_C, MPI_Request *request) {                     \
+        const int rc = lower(NONBLOCKING, "MPI_I" #lower "_c", ARGS_##SHAPE, request);   \
+        return rc != HAND_DOWN ? rc : PMPI_I##lower##_c(ARGS_##SHAPE, request);          \
+    }                                                                                    \
+    int MPI_##Name##_init_c(PARAMS_##SHAPE##_C, MPI_Info info, MPI_Request *request) {   \
+        const int rc = lower(PERSISTENT, "MPI_" #Name "_init_c", ARGS_##SHAPE, request); \
+        return rc != HAND_DOWN ? rc : PMPI_##Name##_init_c(ARGS_##SHAPE, info, request); \
+    }
+#else
+#define LOOM_MPI_LARGE_COUNT(Name, lower, SHAPE)
+#endif
+
 #define LOOM_MPI_COLLECTIVE(Name, lower, SHAPE) \
     LOOM_MPI_ENTRIES(Name, lower, SHAPE)        \
-    LOOM_MPI_PERSISTENT(Name, lower, SHAPE)
+    LOOM_MPI_PERSISTENT(Name, lower, SHAPE)     \
+    LOOM_MPI_LARGE_COUNT(Name, lower, SHAPE)
 
 extern "C" {
 LOOM_MPI_COLLECTIVE(Allreduce, allreduce, ALLREDUCE)
