@@ -20,12 +20,15 @@ mkdir -p build-mpich
 cd build-mpich
 [ -f Makefile ] || ../configure --quiet --with-mpi="$wrapper" --without-cuda
 grep -q "^MPIEXEC = $launcher$" Makefile || { echo "FAIL: configure did not pick $launcher"; exit 1; }
+# The Fortran test, where configure found MPICH's Fortran wrapper.
+fortran=
+grep -q "^MPIFORT = ." Makefile && fortran=tests/mpi/test_fortran
 # -O1: what is checked is correctness under MPICH, at half the compile time.
 make -j"$(nproc)" "LOOM_OPT_FLAGS=-O1 -g" src/libloom.la src/loom-info perf/loom-bench \
     tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread \
     tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch perf/loom-soak \
     pmpi/libloom-mpi.la tests/mpi/test_component tests/mpi/test_component_linked tests/mpi/test_comm_lifecycle \
-    tests/mpi/bad_input tests/mpi/test_large_count >/dev/null
+    tests/mpi/bad_input tests/mpi/test_large_count $fortran >/dev/null
 # Linked against MPICH, not Open MPI.
 if ! ldd src/.libs/libloom.so | grep -q libmpich || ldd src/.libs/libloom.so | grep -q libmpi.so; then
     echo "FAIL: libloom is not linked against MPICH alone:"; ldd src/.libs/libloom.so | grep -i mpi

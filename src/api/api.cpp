@@ -506,6 +506,57 @@ Status new_communicator(Config config, std::unique_ptr<Transport> transport, loo
     return LOOM_SUCCESS;
 }
 
+// Fortran's predefined types, whose sizes are the Fortran compiler's
+// (MPI_INTEGER is 8 bytes where the MPI was built with 8-byte integers):
+// each maps to the C type of the size the MPI reports for it. LOGICAL is
+// not among them: its true value is the compiler's own.
+bool fortran_datatype(MPI_Datatype t, loom_datatype_t *out) {
+    enum class Kind { integer, real, complex, character };
+    const struct {
+        MPI_Datatype mpi;
+        Kind kind;
+    } fortran[] = {
+        {MPI_INTEGER, Kind::integer},
+        {MPI_INTEGER1, Kind::integer},
+        {MPI_INTEGER2, Kind::integer},
+        {MPI_INTEGER4, Kind::integer},
+        {MPI_INTEGER8, Kind::integer},
+        {MPI_REAL, Kind::real},
+        {MPI_REAL4, Kind::real},
+        {MPI_REAL8, Kind::real},
+        {MPI_DOUBLE_PRECISION, Kind::real},
+        {MPI_COMPLEX, Kind::complex},
+        {MPI_DOUBLE_COMPLEX, Kind::complex},
+        {MPI_COMPLEX8, Kind::complex},
+        {MPI_COMPLEX16, Kind::complex},
+        {MPI_CHARACTER, Kind::character},
+    };
+    int initialized = 0;
+    if (t == MPI_DATATYPE_NULL || MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return false;
+    for (const auto &f : fortran) {
+        if (f.mpi != t) continue;
+        int size = 0;
+        if (MPI_Type_size(t, &size) != MPI_SUCCESS) return false;
+        loom_datatype_t c = LOOM_DATATYPE_COUNT;
+        switch (f.kind) {
+            case Kind::integer:
+                c = size == 1   ? LOOM_INT8
+                    : size == 2 ? LOOM_INT16
+                    : size == 4 ? LOOM_INT32
+                    : size == 8 ? LOOM_INT64
+                                : c;
+                break;
+            case Kind::real: c = size == 4 ? LOOM_FLOAT : size == 8 ? LOOM_DOUBLE : c; break;
+            case Kind::complex: c = size == 8 ? LOOM_C_FLOAT_COMPLEX : size == 16 ? LOOM_C_DOUBLE_COMPLEX : c; break;
+            case Kind::character: c = size == 1 ? LOOM_CHAR : c; break;
+        }
+        if (c == LOOM_DATATYPE_COUNT) return false;
+        *out = c;
+        return true;
+    }
+    return false;
+}
+
 }  // namespace
 }  // namespace loom
 
@@ -902,6 +953,7 @@ int loom_datatype_from_mpi(MPI_Datatype t, loom_datatype_t *out) {
             *out = m.loom;
             return LOOM_SUCCESS;
         }
+    if (fortran_datatype(t, out)) return LOOM_SUCCESS;
     return fail(LOOM_ERR_INVALID_DATATYPE,
                 "MPI datatype is not a predefined basic type Loom reduces (derived or unsupported); "
                 "pack it, or use MPI's own collective");

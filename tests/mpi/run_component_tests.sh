@@ -256,6 +256,23 @@ for np in 2 3; do
     check_program "$np" test_progress_thread " .*: PASS" " (through coll/loom)" --mca coll_loom_progress_thread on
 done
 
+# A Fortran program (use mpi): Open MPI's Fortran bindings reach coll/loom,
+# Fortran's predefined types run in Loom (no call handed down) and
+# MPI_IN_PLACE arrives as C's.
+if [ -x "$build/tests/mpi/test_fortran" ]; then
+    for np in 1 3 4; do
+        check_program "$np" test_fortran " [0-9]* cases, 0 failures$" " (Fortran, through coll/loom)" --mca coll_loom_stats 1
+        for coll in allreduce reduce_scatter_block allgather alltoall alltoallv allgatherv; do
+            if ! grep -Eq "^  $coll +[1-9][0-9]* +[0-9]+ +0 " "$log"; then
+                echo "FAIL: test_fortran np=$np: coll/loom's stats do not show every $coll run by Loom: $(grep "^  $coll " "$log")"
+                status=1
+            fi
+        done
+    done
+else
+    echo "SKIP: test_fortran: configure found no Fortran wrapper for this MPI (MPIFORT)"
+fi
+
 # Alltoall blocks above one ring message (128 KiB) but within a ring
 # (256 KiB) go through shared memory in two pieces each; larger ones through
 # the PML. 11 calls (10 timed, 1 warm-up) on 4 ranks: 3 peers each (the

@@ -139,6 +139,34 @@ for np in 2 3 5; do
     fi
 done
 
+# A Fortran program (use mpi). MPICH's Fortran bindings call the C MPI_
+# functions, so the preloaded library runs them, none handed down; Open
+# MPI's call PMPI_ directly, so there Fortran reaches Loom through coll/loom
+# (run_component_tests.sh) and the library must only leave results right.
+fortran_collectives="allreduce reduce_scatter_block allgather alltoall alltoallv allgatherv"
+if [ -x "$build/tests/mpi/test_fortran" ]; then
+    for np in 1 3; do
+        # shellcheck disable=SC2086
+        if launch -n "$np" $preload "$build/tests/mpi/test_fortran" >"$log" 2>&1 &&
+            grep -q "^test_fortran np=$np: [0-9]* cases, 0 failures" "$log"; then
+            if [ "$open_mpi" -eq 1 ]; then
+                echo "PASS: $(grep "^test_fortran np=" "$log") with libloom-mpi preloaded (Open MPI's Fortran bindings call PMPI_: Fortran reaches Loom through coll/loom)"
+            elif stats_ok "test_fortran np=$np" "$fortran_collectives"; then
+                handed_down=$(for coll in $fortran_collectives; do grep -E "^  $coll " "$log"; done | grep -Ev "^  [a-z_]+ +[0-9]+ +[0-9]+ +0 ")
+                if [ -z "$handed_down" ]; then
+                    echo "PASS: $(grep "^test_fortran np=" "$log") with libloom-mpi preloaded, every call run by Loom"
+                else
+                    fail "test_fortran np=$np: calls handed down to the MPI: $handed_down"
+                fi
+            fi
+        else
+            fail "test_fortran np=$np with libloom-mpi preloaded"
+        fi
+    done
+else
+    echo "SKIP: test_fortran: configure found no Fortran wrapper for this MPI (MPIFORT)"
+fi
+
 # Communicators in loops: every Loom communicator freed with its MPI one,
 # but for MPI_COMM_WORLD's and MPI_COMM_SELF's, freed at MPI_Finalize.
 for np in 3 4; do

@@ -286,6 +286,32 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Fortran's predefined types map to a Loom type of the size the MPI
+     * reports (where the MPI has them: a size of 0 means it was built
+     * without that Fortran type); MPI_LOGICAL is refused. */
+    const MPI_Datatype fortran[] = {MPI_INTEGER,          MPI_INTEGER1, MPI_INTEGER2,  MPI_INTEGER4,
+                                    MPI_INTEGER8,         MPI_REAL,     MPI_REAL4,     MPI_REAL8,
+                                    MPI_COMPLEX,          MPI_COMPLEX8, MPI_COMPLEX16, MPI_DOUBLE_COMPLEX,
+                                    MPI_DOUBLE_PRECISION, MPI_CHARACTER};
+    for (size_t i = 0; i < sizeof fortran / sizeof fortran[0]; ++i) {
+        int mpi_size = 0;
+        if (fortran[i] == MPI_DATATYPE_NULL || MPI_Type_size(fortran[i], &mpi_size) != MPI_SUCCESS || mpi_size == 0)
+            continue;
+        ++cases;
+        loom_datatype_t t;
+        size_t loom_size = 0;
+        if (loom_datatype_from_mpi(fortran[i], &t) != LOOM_SUCCESS ||
+            loom_datatype_size(t, &loom_size) != LOOM_SUCCESS || loom_size != (size_t)mpi_size) {
+            ++failures;
+            fprintf(stderr,
+                    "[rank %d] FAIL Fortran datatype %zu of the list (%d bytes): not mapped to a type of its size\n",
+                    rank, i, mpi_size);
+        }
+    }
+    loom_datatype_t logical;
+    expect(loom_datatype_from_mpi(MPI_LOGICAL, &logical), LOOM_ERR_INVALID_DATATYPE, "predefined basic type",
+           "MPI_LOGICAL is handed to the MPI");
+
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_mpi_errors np=%d: %d cases per rank, %d failures\n", size, cases, total);
