@@ -509,9 +509,10 @@ Status new_communicator(Config config, std::unique_ptr<Transport> transport, loo
 // Fortran's predefined types, whose sizes are the Fortran compiler's
 // (MPI_INTEGER is 8 bytes where the MPI was built with 8-byte integers):
 // each maps to the C type of the size the MPI reports for it. LOGICAL is
-// not among them: its true value is the compiler's own.
+// not among them: its true value is the compiler's own; nor are 2REAL and
+// 2DOUBLE_PRECISION, pairs of reals that Loom has no type for.
 bool fortran_datatype(MPI_Datatype t, loom_datatype_t *out) {
-    enum class Kind { integer, real, complex, character };
+    enum class Kind { integer, real, complex, character, integer_pair };
     const struct {
         MPI_Datatype mpi;
         Kind kind;
@@ -530,6 +531,7 @@ bool fortran_datatype(MPI_Datatype t, loom_datatype_t *out) {
         {MPI_COMPLEX8, Kind::complex},
         {MPI_COMPLEX16, Kind::complex},
         {MPI_CHARACTER, Kind::character},
+        {MPI_2INTEGER, Kind::integer_pair},
     };
     int initialized = 0;
     if (t == MPI_DATATYPE_NULL || MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return false;
@@ -549,6 +551,7 @@ bool fortran_datatype(MPI_Datatype t, loom_datatype_t *out) {
             case Kind::real: c = size == 4 ? LOOM_FLOAT : size == 8 ? LOOM_DOUBLE : c; break;
             case Kind::complex: c = size == 8 ? LOOM_C_FLOAT_COMPLEX : size == 16 ? LOOM_C_DOUBLE_COMPLEX : c; break;
             case Kind::character: c = size == 1 ? LOOM_CHAR : c; break;
+            case Kind::integer_pair: c = size == 2 * static_cast<int>(sizeof(int)) ? LOOM_2INT : c; break;
         }
         if (c == LOOM_DATATYPE_COUNT) return false;
         *out = c;

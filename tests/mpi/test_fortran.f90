@@ -1,6 +1,6 @@
 ! A plain Fortran MPI program (use mpi): each collective Loom runs, blocking
 ! and nonblocking, on Fortran's types (INTEGER, INTEGER*8, REAL, DOUBLE
-! PRECISION, DOUBLE COMPLEX, CHARACTER), in place where MPI allows it, on MPI_COMM_WORLD, on its
+! PRECISION, DOUBLE COMPLEX, CHARACTER, 2INTEGER), in place where MPI allows it, on MPI_COMM_WORLD, on its
 ! halves and on duplicates made and freed in a loop, at counts 0, 1, p-1, p,
 ! p+1 and 1001, each result checked element by element. Run under coll/loom
 ! (run_component_tests.sh) and with libloom-mpi preloaded
@@ -160,6 +160,21 @@ contains
       end do
       call expect(ok, 'MPI_Allreduce integer max in place', comm, n)
       deallocate(ia)
+
+      ! allreduce MINLOC on INTEGER pairs (value, index): ties keep the smaller index
+      allocate(ia(max(2 * n, 1)), ib(max(2 * n, 1)))
+      do i = 1, n
+        ia(2 * i - 1) = mod(rank + i, 3)
+        ia(2 * i) = rank
+      end do
+      call MPI_Allreduce(ia, ib, n, MPI_2INTEGER, MPI_MINLOC, comm, ierr)
+      ok = ierr == MPI_SUCCESS
+      do i = 1, n
+        ok = ok .and. ib(2 * i - 1) == minval([(mod(q + i, 3), q = 0, p - 1)])
+        ok = ok .and. ib(2 * i) == minloc([(mod(q + i, 3), q = 0, p - 1)], 1) - 1
+      end do
+      call expect(ok, 'MPI_Allreduce 2integer minloc', comm, n)
+      deallocate(ia, ib)
 
       ! reduce_scatter_block, integer sum
       allocate(ia(max(p * n, 1)), ib(max(n, 1)))

@@ -289,10 +289,10 @@ int main(int argc, char **argv) {
     /* Fortran's predefined types map to a Loom type of the size the MPI
      * reports (where the MPI has them: a size of 0 means it was built
      * without that Fortran type); MPI_LOGICAL is refused. */
-    const MPI_Datatype fortran[] = {MPI_INTEGER,          MPI_INTEGER1, MPI_INTEGER2,  MPI_INTEGER4,
-                                    MPI_INTEGER8,         MPI_REAL,     MPI_REAL4,     MPI_REAL8,
-                                    MPI_COMPLEX,          MPI_COMPLEX8, MPI_COMPLEX16, MPI_DOUBLE_COMPLEX,
-                                    MPI_DOUBLE_PRECISION, MPI_CHARACTER};
+    const MPI_Datatype fortran[] = {MPI_INTEGER,          MPI_INTEGER1,  MPI_INTEGER2,  MPI_INTEGER4,
+                                    MPI_INTEGER8,         MPI_REAL,      MPI_REAL4,     MPI_REAL8,
+                                    MPI_COMPLEX,          MPI_COMPLEX8,  MPI_COMPLEX16, MPI_DOUBLE_COMPLEX,
+                                    MPI_DOUBLE_PRECISION, MPI_CHARACTER, MPI_2INTEGER};
     for (size_t i = 0; i < sizeof fortran / sizeof fortran[0]; ++i) {
         int mpi_size = 0;
         if (fortran[i] == MPI_DATATYPE_NULL || MPI_Type_size(fortran[i], &mpi_size) != MPI_SUCCESS || mpi_size == 0)
