@@ -110,21 +110,57 @@ inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::u
     return {};
 }
 
-// Runs the plans; returns an empty string on success, else what went wrong.
-inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
-                             InProcessProtocol protocol = InProcessProtocol::eager, const ShmOptions *shm = nullptr) {
-    if (!set.error.empty()) return set.error;
-    const CollArgs &args = set.args;
-    const int p = args.nranks;
-    InProcessFabric fabric(p, protocol);
+// The ranks' transports, kept across many calls of one shape as a
+// communicator keeps its own: setting shared memory up maps every inbox of
+// a node once per rank, which cost the matrices more than the calls.
+struct World {
+    int p = 0;  // 0: not set up (or dropped after a failed call)
+    InProcessProtocol protocol = InProcessProtocol::eager;
+    std::unique_ptr<InProcessFabric> fabric;
     std::vector<std::unique_ptr<Transport>> transports;
-    std::vector<std::unique_ptr<Execution>> execs;
-    std::vector<std::vector<unsigned char>> scratch(p), snapshot(p);
-    for (int r = 0; r < p; ++r) transports.push_back(fabric.endpoint(r));
+};
+
+// Sets `w` up for `p` ranks, unless it already is.
+inline std::string set_up_world(int p, InProcessProtocol protocol, const ShmOptions *shm, World &w) {
+    if (w.p == p && w.protocol == protocol) return {};
+    w.p = 0;
+    w.transports.clear();
+    w.fabric = std::make_unique<InProcessFabric>(p, protocol);
+    for (int r = 0; r < p; ++r) w.transports.push_back(w.fabric->endpoint(r));
     if (shm) {
-        std::string err = wrap_in_shared_memory(*shm, transports);
+        std::string err = wrap_in_shared_memory(*shm, w.transports);
         if (!err.empty()) return err;
     }
+    w.p = p;
+    w.protocol = protocol;
+    return {};
+}
+
+inline std::string run_plans_in(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs, World &world);
+
+// Runs the plans; returns an empty string on success, else what went wrong.
+// With `world`, on its transports (set up for this shape if they are not),
+// which the next call reuses; a failed call drops them, so that what it
+// left behind cannot reach the next.
+inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
+                             InProcessProtocol protocol = InProcessProtocol::eager, const ShmOptions *shm = nullptr,
+                             World *world = nullptr) {
+    if (!set.error.empty()) return set.error;
+    World own;
+    World &w = world ? *world : own;
+    std::string err = set_up_world(set.args.nranks, protocol, shm, w);
+    if (err.empty()) err = run_plans_in(set, reduce, bufs, w);
+    if (!err.empty()) w.p = 0;
+    return err;
+}
+
+inline std::string run_plans_in(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs, World &world) {
+    const CollArgs &args = set.args;
+    const int p = args.nranks;
+    InProcessFabric &fabric = *world.fabric;
+    std::vector<std::unique_ptr<Transport>> &transports = world.transports;
+    std::vector<std::unique_ptr<Execution>> execs;
+    std::vector<std::vector<unsigned char>> scratch(p), snapshot(p);
     for (int r = 0; r < p; ++r) {
         scratch[r].resize(set.programs[r]->scratch_count * args.elem_size + 1);
         ExecutionBuffers eb;

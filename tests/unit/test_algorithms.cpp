@@ -82,7 +82,7 @@ std::string where(const CollArgs &a, const char *algo, const std::string &what) 
 
 // Reductions: runs `combo` on the plan set and compares every rank's result.
 std::string check_reduction(const PlanSet &set, const Combo &combo, InProcessProtocol protocol, uint64_t seed,
-                            const ShmOptions *shm = nullptr) {
+                            const ShmOptions *shm = nullptr, World *world = nullptr) {
     const CollArgs &a = set.args;
     const int p = a.nranks;
     const TypeCase &t = *combo.type;
@@ -98,7 +98,7 @@ std::string check_reduction(const PlanSet &set, const Combo &combo, InProcessPro
         if (a.in_place) std::memcpy(bufs[r].output.data(), inputs[r].data(), n_in * es);
         else bufs[r].input = inputs[r];
     }
-    std::string err = run_plans(set, reduction_kernel(t.type, combo.op), bufs, protocol, shm);
+    std::string err = run_plans(set, reduction_kernel(t.type, combo.op), bufs, protocol, shm, world);
     if (!err.empty()) return err;
     const BlockLayout layout = a.collective == Collective::reduce_scatter ? BlockLayout(a.recv_counts)
                                : a.collective == Collective::reduce_scatter_block
@@ -121,7 +121,8 @@ unsigned char pattern(int rank, size_t elem, size_t byte) {
     return static_cast<unsigned char>((rank * 131 + elem * 7 + byte * 29 + 11) & 0xff);
 }
 
-std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const ShmOptions *shm = nullptr) {
+std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const ShmOptions *shm = nullptr,
+                           World *world = nullptr) {
     const CollArgs &a = set.args;
     const int p = a.nranks;
     const size_t es = a.elem_size, n_in = a.input_count();
@@ -136,7 +137,7 @@ std::string check_movement(const PlanSet &set, InProcessProtocol protocol, const
             std::memcpy(bufs[r].output.data() + a.in_place_input_offset(r) * es, inputs[r].data(), n_in * es);
         else bufs[r].input = inputs[r];
     }
-    std::string err = run_plans(set, nullptr, bufs, protocol, shm);
+    std::string err = run_plans(set, nullptr, bufs, protocol, shm, world);
     if (!err.empty()) return err;
     for (int r = 0; r < p; ++r) {
         for (int src = 0; src < p; ++src) {
@@ -259,6 +260,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
             std::vector<int> labels(p);
             for (int r = 0; r < p; ++r) labels[r] = r % nodes;
             const NodeMap map = NodeMap::from_labels(labels);
+            World world;  // every call of this shape on the same transports
             for (size_t count : counts_for(p)) {
                 for (bool in_place : {false, true}) {
                     if (reduces(algo.collective)) {
@@ -270,7 +272,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                             if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
                             std::string err = check_reduction(build_plans(algo, a, matrix_knobs()), combo,
-                                                              InProcessProtocol::rendezvous, seed++, &shm);
+                                                              InProcessProtocol::rendezvous, seed++, &shm, &world);
                             ++cases;
                             if (!err.empty() && failures++ < 20)
                                 ADD_FAILURE() << "nodes=" << nodes << " " << where(a, algo.name, err);
@@ -281,7 +283,7 @@ TEST_P(AlgorithmMatrix, MatchesReferenceOverSharedMemory) {
                             if (node_aware(algo)) a.nodes = &map;
                             if (!algo.not_applicable(a).empty()) continue;
                             std::string err = check_movement(build_plans(algo, a, matrix_knobs()),
-                                                             InProcessProtocol::rendezvous, &shm);
+                                                             InProcessProtocol::rendezvous, &shm, &world);
                             ++cases;
                             if (!err.empty() && failures++ < 20)
                                 ADD_FAILURE() << "nodes=" << nodes << " " << where(a, algo.name, err);

@@ -153,7 +153,8 @@ std::vector<CollArgs> rank_calls(const VectorCase &c, const Matrix &m) {
     return calls;
 }
 
-std::string run_case(const VectorCase &c, InProcessProtocol protocol, const ShmOptions *shm, uint32_t seed) {
+std::string run_case(const VectorCase &c, InProcessProtocol protocol, const ShmOptions *shm, uint32_t seed,
+                     World *world = nullptr) {
     Matrix m = count_matrix(c.shape, c.p, seed);
     // In place, rank i sends j what it receives from j: MPI asks the counts be symmetric.
     if (c.in_place && c.algo->collective == Collective::alltoallv)
@@ -180,7 +181,7 @@ std::string run_case(const VectorCase &c, InProcessProtocol protocol, const ShmO
             for (size_t b = 0; b < es; ++b) in[(first + e) * es + b] = pattern(r, e, b);
         inputs[r] = in;
     }
-    std::string err = run_plans(set, nullptr, bufs, protocol, shm);
+    std::string err = run_plans(set, nullptr, bufs, protocol, shm, world);
     if (!err.empty()) return err;
     for (int r = 0; r < c.p; ++r) {
         const CollArgs &a = calls[r];
@@ -251,7 +252,8 @@ TEST_P(VectorMatrix, MatchesReferenceOverSharedMemory) {
     uint32_t seed = 99;
     for (int nodes : {1, 2, 3}) {
         const ShmOptions shm = tiny_rings(nodes);
-        for (int p : {1, 2, 3, 5, 8, 9, 17})
+        for (int p : {1, 2, 3, 5, 8, 9, 17}) {
+            World world;  // every call of this shape on the same transports
             for (Shape shape : kShapes)
                 for (bool in_place : {false, true}) {
                     // Node-aware algorithms see the nodes the rings emulate.
@@ -260,10 +262,11 @@ TEST_P(VectorMatrix, MatchesReferenceOverSharedMemory) {
                     const NodeMap map = NodeMap::from_labels(labels);
                     VectorCase c{algo, p, shape, 8, in_place, false};
                     if (node_aware(*algo)) c.nodes = &map;
-                    const std::string err = run_case(c, InProcessProtocol::rendezvous, &shm, seed++);
+                    const std::string err = run_case(c, InProcessProtocol::rendezvous, &shm, seed++, &world);
                     if (!err.empty() && failures++ < 20)
                         ADD_FAILURE() << "nodes=" << nodes << " " << c.describe() << ": " << err;
                 }
+        }
     }
 }
 
