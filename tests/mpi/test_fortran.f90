@@ -191,25 +191,26 @@ contains
       ! allgather, out of place then in place
       allocate(ia(max(n, 1)), ib(max(p * n, 1)))
       ia = [(tagged(rank, 0, i), i = 1, max(n, 1))]
-      ib = -1
-      call MPI_Allgather(ia, n, MPI_INTEGER, ib, n, MPI_INTEGER, comm, ierr)
-      ok = ierr == MPI_SUCCESS
-      do q = 0, p - 1
-        do i = 1, n
-          ok = ok .and. ib(q * n + i) == tagged(q, 0, i)
+      do at = 0, 1
+        ib = -1
+        if (at == 0) then
+          call MPI_Allgather(ia, n, MPI_INTEGER, ib, n, MPI_INTEGER, comm, ierr)
+        else
+          ib(rank * n + 1:rank * n + n) = ia(1:n)
+          call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ib, n, MPI_INTEGER, comm, ierr)
+        end if
+        ok = ierr == MPI_SUCCESS
+        do q = 0, p - 1
+          do i = 1, n
+            ok = ok .and. ib(q * n + i) == tagged(q, 0, i)
+          end do
         end do
+        if (at == 0) then
+          call expect(ok, 'MPI_Allgather', comm, n)
+        else
+          call expect(ok, 'MPI_Allgather in place', comm, n)
+        end if
       end do
-      call expect(ok, 'MPI_Allgather', comm, n)
-      ib = -1
-      ib(rank * n + 1:rank * n + n) = ia(1:n)
-      call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ib, n, MPI_INTEGER, comm, ierr)
-      ok = ierr == MPI_SUCCESS
-      do q = 0, p - 1
-        do i = 1, n
-          ok = ok .and. ib(q * n + i) == tagged(q, 0, i)
-        end do
-      end do
-      call expect(ok, 'MPI_Allgather in place', comm, n)
       deallocate(ia, ib)
 
       ! alltoall, blocking, then two at once through MPI_Ialltoall and MPI_Waitall
