@@ -533,12 +533,13 @@ bool fortran_datatype(MPI_Datatype t, loom_datatype_t *out) {
         {MPI_CHARACTER, Kind::character},
         {MPI_2INTEGER, Kind::integer_pair},
     };
-    int initialized = 0;
-    if (t == MPI_DATATYPE_NULL || MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return false;
+    // An MPI without a Fortran type defines it as MPI_DATATYPE_NULL.
+    if (t == MPI_DATATYPE_NULL) return false;
     for (const auto &f : fortran) {
         if (f.mpi != t) continue;
-        int size = 0;
-        if (MPI_Type_size(t, &size) != MPI_SUCCESS) return false;
+        int initialized = 0, size = 0;
+        if (MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized || MPI_Type_size(t, &size) != MPI_SUCCESS)
+            return false;
         loom_datatype_t c = LOOM_DATATYPE_COUNT;
         switch (f.kind) {
             case Kind::integer:

@@ -116,13 +116,14 @@ inline std::string wrap_in_shared_memory(const ShmOptions &o, std::vector<std::u
 struct World {
     int p = 0;  // 0: not set up (or dropped after a failed call)
     InProcessProtocol protocol = InProcessProtocol::eager;
+    const ShmOptions *shm = nullptr;
     std::unique_ptr<InProcessFabric> fabric;
     std::vector<std::unique_ptr<Transport>> transports;
 };
 
-// Sets `w` up for `p` ranks, unless it already is.
+// Sets `w` up for `p` ranks over `shm`, unless it already is.
 inline std::string set_up_world(int p, InProcessProtocol protocol, const ShmOptions *shm, World &w) {
-    if (w.p == p && w.protocol == protocol) return {};
+    if (w.p == p && w.protocol == protocol && w.shm == shm) return {};
     w.p = 0;
     w.transports.clear();
     w.fabric = std::make_unique<InProcessFabric>(p, protocol);
@@ -133,27 +134,12 @@ inline std::string set_up_world(int p, InProcessProtocol protocol, const ShmOpti
     }
     w.p = p;
     w.protocol = protocol;
+    w.shm = shm;
     return {};
 }
 
-inline std::string run_plans_in(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs, World &world);
-
-// Runs the plans; returns an empty string on success, else what went wrong.
-// With `world`, on its transports (set up for this shape if they are not),
-// which the next call reuses; a failed call drops them, so that what it
-// left behind cannot reach the next.
-inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
-                             InProcessProtocol protocol = InProcessProtocol::eager, const ShmOptions *shm = nullptr,
-                             World *world = nullptr) {
-    if (!set.error.empty()) return set.error;
-    World own;
-    World &w = world ? *world : own;
-    std::string err = set_up_world(set.args.nranks, protocol, shm, w);
-    if (err.empty()) err = run_plans_in(set, reduce, bufs, w);
-    if (!err.empty()) w.p = 0;
-    return err;
-}
-
+// Runs the plans on `world`'s transports; an empty string on success, else
+// what went wrong.
 inline std::string run_plans_in(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs, World &world) {
     const CollArgs &args = set.args;
     const int p = args.nranks;
@@ -208,6 +194,22 @@ inline std::string run_plans_in(const PlanSet &set, ReduceFn reduce, std::vector
     }
     if (fabric.undelivered() != 0) return std::to_string(fabric.undelivered()) + " messages left unmatched";
     return {};
+}
+
+// Runs the plans; returns an empty string on success, else what went wrong.
+// With `world`, on its transports (set up for this shape if they are not),
+// which the next call reuses; a failed call drops them, so that what it
+// left behind cannot reach the next.
+inline std::string run_plans(const PlanSet &set, ReduceFn reduce, std::vector<RankBuffers> &bufs,
+                             InProcessProtocol protocol = InProcessProtocol::eager, const ShmOptions *shm = nullptr,
+                             World *world = nullptr) {
+    if (!set.error.empty()) return set.error;
+    World own;
+    World &w = world ? *world : own;
+    std::string err = set_up_world(set.args.nranks, protocol, shm, w);
+    if (err.empty()) err = run_plans_in(set, reduce, bufs, w);
+    if (!err.empty()) w.p = 0;
+    return err;
 }
 
 inline std::string run_all_ranks(const AlgorithmInfo &algo, const CollArgs &args, ReduceFn reduce,
