@@ -85,8 +85,13 @@ bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 
 // Common front half of every collective: checks, then start.
 
+Status learn_node_counts(Communicator &c, CollArgs &a);
+CountExchange count_exchange(const Communicator &c, const CollArgs &a);
+
+// `learn_counts`: an alltoallv that learns the other ranks' counts before it
+// is planned; a nonblocking one on host buffers learns them in its request.
 Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
-                  loom_op_t op, bool reduces, Started *req, Launch launch) {
+                  loom_op_t op, bool reduces, Started *req, Launch launch, bool learn_counts = false) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
         LOOM_RETURN_IF_ERROR(check_reduction(type, op));
@@ -107,7 +112,15 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     if (cuda_driver_loaded()) {
         full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
         const StagingNeed need = staging_need(full, c.rank(), call);
-        if (need.any()) return start_device_call(c, comm->device, std::move(full), call, need, req, launch);
+        if (need.any()) {
+            if (learn_counts) LOOM_RETURN_IF_ERROR(learn_node_counts(c, full));
+            return start_device_call(c, comm->device, std::move(full), call, need, req, launch);
+        }
+    }
+    if (learn_counts) {
+        if (launch == Launch::nonblocking)
+            return c.start_after_counts(std::move(full), call, count_exchange(c, full), &req->request);
+        LOOM_RETURN_IF_ERROR(learn_node_counts(c, full));
     }
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
@@ -412,55 +425,19 @@ bool learns_others_counts(loom_comm_t comm) {
 
 // What an alltoallv across nodes learns before it runs
 // (CollArgs::node_counts), where alltoallv_gather_counts asks for it (auto:
-// across nodes). Up to alltoallv_count_matrix_max_ranks ranks, from every
-// rank's counts, one allgather; above, every rank's total and largest
-// block, an allgather of two numbers per rank, and the send and receive
-// counts of this rank's node's ranks, an alltoallv among them: each rank
-// holds O(ranks per node x ranks) counts, not every rank's.
-Status learn_node_counts(loom_comm_t comm, CollArgs &a) {
-    if (!learns_others_counts(comm)) return LOOM_SUCCESS;
-    Communicator &c = *comm->impl;
-    const size_t p = static_cast<size_t>(c.size());
-    const NodeMap &m = c.nodes();
-    if (static_cast<long long>(p) <= c.config().integer(kParamAlltoallvCountMatrixMaxRanks)) {
-        std::vector<int64_t> mine(a.send_counts.begin(), a.send_counts.end()), every(p * p);
-        LOOM_RETURN_IF_ERROR(c.allgather_bytes(mine.data(), p * sizeof(int64_t), every.data()));
-        a.node_counts = node_counts_of(every.data(), c.size(), &m, c.rank());
-        return LOOM_SUCCESS;
-    }
-    NodeCounts n;
-    n.node = m.node_of[c.rank()];
-    n.ranks = p;
-    const std::vector<int> &members = m.members[n.node];
-    const size_t k = members.size();
-    int64_t mine[2] = {0, 0};
-    for (size_t block : a.send_counts) {
-        mine[0] += static_cast<int64_t>(block);
-        mine[1] = std::max(mine[1], static_cast<int64_t>(block));
-    }
-    std::vector<int64_t> every(2 * p);
-    LOOM_RETURN_IF_ERROR(c.allgather_bytes(mine, sizeof mine, every.data()));
-    for (size_t r = 0; r < p; ++r) {
-        n.total += static_cast<size_t>(every[2 * r]);
-        n.largest = std::max(n.largest, static_cast<size_t>(every[2 * r + 1]));
-    }
-    // Each of the node's ranks sends every one of them (itself too) its send
-    // counts, then its receive counts: one block read by all.
-    std::vector<int64_t> out(a.send_counts.begin(), a.send_counts.end()), in(2 * p * k);
-    out.insert(out.end(), a.recv_counts.begin(), a.recv_counts.end());
-    std::vector<size_t> counts(p, 0), from_zero(p, 0), displs(p, 0);
-    for (size_t i = 0; i < k; ++i) {
-        counts[static_cast<size_t>(members[i])] = 2 * p;
-        displs[static_cast<size_t>(members[i])] = i * 2 * p;
-    }
-    LOOM_RETURN_IF_ERROR(c.alltoallv_int64(out.data(), counts, from_zero, in.data(), counts, displs));
-    n.counts.resize(2 * k * p);
-    for (size_t i = 0; i < k; ++i) {
-        const int64_t *theirs = in.data() + i * 2 * p;
-        std::copy(theirs, theirs + p, n.counts.begin() + static_cast<ptrdiff_t>(i * p));
-        std::copy(theirs + p, theirs + 2 * p, n.counts.begin() + static_cast<ptrdiff_t>((k + i) * p));
-    }
-    a.node_counts = std::move(n);
+// across nodes): up to alltoallv_count_matrix_max_ranks ranks, every rank's
+// counts; above, only what needs no p x p matrix (runtime/count_exchange.hpp).
+CountExchange count_exchange(const Communicator &c, const CollArgs &a) {
+    const bool whole_matrix = c.size() <= c.config().integer(kParamAlltoallvCountMatrixMaxRanks);
+    return CountExchange(a, c.rank(), c.nodes(), whole_matrix);
+}
+
+// The exchange run to completion, before the alltoallv starts.
+Status learn_node_counts(Communicator &c, CollArgs &a) {
+    CountExchange exchange = count_exchange(c, a);
+    for (CountExchange::Call &call : exchange.calls())
+        LOOM_RETURN_IF_ERROR(c.run_internal(std::move(call.args), call.in, call.out, call.type));
+    a.node_counts = exchange.result();
     return LOOM_SUCCESS;
 }
 
@@ -471,8 +448,7 @@ Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdis
     const Status local = alltoallv_args(comm, s, scounts, sdispls, rcounts, rdispls, t, &a);
     if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_alltoallv_counts(comm, local, a));
     LOOM_RETURN_IF_ERROR(local);
-    LOOM_RETURN_IF_ERROR(learn_node_counts(comm, a));
-    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
+    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch, learns_others_counts(comm));
 }
 
 Status make_allgatherv(const void *s, int64_t count, void *r, const int64_t *rcounts, const int64_t *displs,

@@ -431,15 +431,19 @@ bool Communicator::progress_from_thread(bool *pending, bool *moved) {
         if (!lock.try_lock()) return false;
     }
     const uint64_t movements = router_->data_movements();
+    thread_progressing_ = true;
     for (size_t i = active_.size(); i-- > 0;) {
         if (i >= active_.size()) continue;
         Request &r = *active_[i];
         if (!r.thread_driven_) continue;
-        const size_t steps = r.execution_->completed_steps();
+        // A call learning its counts has no execution until it is planned.
+        const PathRunner *path = r.path_;
+        const size_t steps = r.execution_ ? r.execution_->completed_steps() : 0;
         r.advance();  // an error stays in the request for its caller
-        if (r.finished_ || r.execution_->completed_steps() != steps) *moved = true;
+        if (r.finished_ || r.path_ != path || (r.execution_ && r.execution_->completed_steps() != steps)) *moved = true;
         if (!r.finished_) *pending = true;
     }
+    thread_progressing_ = false;
     if (router_->data_movements() != movements) *moved = true;
     return true;
 }
@@ -675,6 +679,88 @@ Status Communicator::start(CollArgs args, const CallData &call, std::unique_ptr<
     LOOM_RETURN_IF_ERROR(start_into(*req, args, call));
     *out = std::move(req);
     return LOOM_SUCCESS;
+}
+
+Status Communicator::start_after_counts(CollArgs args, const CallData &call, CountExchange exchange,
+                                        std::unique_ptr<Request> *out) {
+    use_progress_thread();
+    Guard g(*this);
+    if (!deferred_.empty() && active_.empty()) run_deferred();  // as start()
+    LOOM_RETURN_IF_ERROR(closed());
+    note_caller_thread();
+    started_any_ = true;
+    std::unique_ptr<Request> req = make_request();
+    req->arm(this, &counts_first_path_runner());
+    CountsFirstState &state = req->path_state<CountsFirstState>();
+    state.exchange = std::move(exchange);
+    for (CountExchange::Call &c : state.exchange.calls()) {
+        c.args.internal = true;
+        CallData data;
+        data.sendbuf = c.in;
+        data.recvbuf = c.out;
+        data.type = c.type;
+        std::unique_ptr<Request> learning = make_request();
+        LOOM_RETURN_IF_ERROR(start_into(*learning, c.args, data));
+        state.calls.push_back(std::move(learning));
+    }
+    // The thread advances the exchange only where it may drive all of it.
+    bool drivable = threaded_;
+    for (const std::unique_ptr<Request> &learning : state.calls) drivable = drivable && learning->thread_driven_;
+    // The alltoallv's own tag and number, taken where every rank takes them.
+    state.tag = take_tag();
+    complete_args(args, call.type, call.in_place);
+    req->call_number_ = enter_call();
+    req->collective_ = args.collective;
+    req->count_ = args.count;
+    req->elem_size_ = args.elem_size;
+    req->algorithm_ = "(learning the other ranks' counts)";
+    req->args_ = std::move(args);
+    req->call_ = call;
+    req->thread_driven_ = drivable;
+    req->traced_ = false;
+    active_.push_back(req.get());
+    if (req->thread_driven_) wake_thread_ = true;
+    // Where the thread is on but may not drive the exchange, the start
+    // moves it for a while: where the ranks start together, the plan
+    // starts here and the thread drives it. Only for a while: the other
+    // ranks may be starting calls on other communicators first.
+    if (threaded_ && !drivable) {
+        const uint64_t until = now_ns() + static_cast<uint64_t>(config_.integer(kParamAlltoallvCountsWaitUs)) * 1000;
+        while (req->path_ == &counts_first_path_runner() && !req->finished_ && now_ns() < until) {
+            // As a test would: the transports' progress may call back into Loom.
+            Status st = progress_all();
+            (void)st;  // each request keeps its own error
+            if (router_->oversubscribed()) sched_yield();
+        }
+    }
+    *out = std::move(req);
+    return LOOM_SUCCESS;
+}
+
+Status Communicator::start_planned(Request &req, uint32_t tag) {
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(req.args_, threaded_, &plan));
+    // The only path that takes its order among the calls from the tag alone.
+    if (plan->algorithm->path != CallPath::plan)
+        return fail(LOOM_ERR_INTERNAL, std::string("the alltoallv that learnt its counts chose ") +
+                                           plan->algorithm->name + ", which does not run a plan");
+    // A plan the thread may not drive is started by the caller's next test.
+    if (thread_progressing_ && !plan->thread_drivable) {
+        req.thread_driven_ = false;
+        return LOOM_SUCCESS;
+    }
+    erase_one(active_, &req);  // the plan's start lists it again
+    last_algorithm_[static_cast<int>(req.args_.collective)] = plan->algorithm->name;
+    req.algorithm_ = plan->algorithm->name;
+    const long long verbose = config_.integer(kParamVerbose);
+    if (verbose >= 1) say_choice(req.args_, *plan, verbose);
+    // Started on the tag taken at the call's start: calls started since
+    // have taken the ones after it, on every rank alike.
+    const uint32_t next = next_tag_;
+    next_tag_ = tag;
+    const Status st = plan->runner->start(*this, req, req.args_, req.call_, *plan, /*blocking=*/false);
+    next_tag_ = next;
+    return st;
 }
 
 Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out) {

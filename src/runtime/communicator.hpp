@@ -14,6 +14,7 @@
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/count_exchange.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/hang_watch.hpp"
 #include "runtime/path_runner.hpp"
@@ -86,6 +87,7 @@ class Request {
     friend class SharedSlotsPath;
     friend class NodeSlotsPath;
     friend class CudaIpcPath;
+    friend class CountsFirstPath;
     // Re-armed for a new call on `comm`: running, no error, on `path`.
     void arm(Communicator *comm, const PathRunner *path) {
         comm_ = comm;
@@ -182,6 +184,13 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // algorithm knobs are filled in here. args.memory says where the buffers
     // live (host unless the caller found otherwise).
     Status start(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
+    // A nonblocking alltoallv whose plan needs what `exchange` learns of
+    // the other ranks' counts (CollArgs::node_counts): the exchange starts
+    // now, and the alltoallv is planned and started when it finishes, on
+    // the tag it took here. Its start never waits for the other ranks, so
+    // that nonblocking calls on several communicators may start in any order.
+    Status start_after_counts(CollArgs args, const CallData &call, CountExchange exchange,
+                              std::unique_ptr<Request> *out);
     // A persistent request for the call, inactive: the plan, scratch and the
     // execution's storage are resolved now, so that Request::start allocates nothing.
     Status init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
@@ -344,6 +353,12 @@ class Communicator final : public SetupContext, public ThreadDriven {
     friend class SharedSlotsPath;
     friend class NodeSlotsPath;
     friend class CudaIpcPath;
+    friend class CountsFirstPath;
+    // The second stage of start_after_counts, on `req` (its args_ and call_
+    // complete): selects, plans and starts the call on `tag`. On the
+    // progress thread, a plan the thread may not drive is left to the
+    // caller: the request stays in its first stage, no longer thread-driven.
+    Status start_planned(Request &req, uint32_t tag);
     // Waits for a blocking call started on `req`; the time goes to the
     // transport that asked for it (the rails' weights).
     Status wait_blocking(Request &req) {
@@ -428,6 +443,7 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // back into Loom), and the thread takes it only when it is free.
     std::recursive_mutex mutex_;
     bool threaded_ = false;  // attached; changed by the caller only, before the thread sees the communicator
+    bool thread_progressing_ = false;  // the thread is advancing the requests (progress_from_thread)
     bool thread_decided_ = false;
     int lock_depth_ = 0;        // Guards held (by the holder of mutex_)
     bool wake_thread_ = false;  // a call for the thread started: wake it when the last Guard goes

@@ -51,5 +51,8 @@ const PathRunner &plan_path_runner();
 const PathRunner &shared_slots_path_runner();
 const PathRunner &node_slots_path_runner();
 const PathRunner &cuda_ipc_path_runner();
+// Not an algorithm's path: a nonblocking alltoallv's first stage, which
+// learns the counts its plan needs (Communicator::start_after_counts).
+const PathRunner &counts_first_path_runner();
 
 }  // namespace loom

@@ -319,6 +319,53 @@ static void run_allgatherv(loom_comm_t comm, int64_t n, int in_place, int nb) {
     free(counts), free(displs), free(in), free(out);
 }
 
+/* Nonblocking alltoallvs on two communicators, started in opposite orders
+ * on even and odd ranks (MPI orders collectives per communicator only),
+ * with an iallreduce after the one on `first`, then waited for in one
+ * order: no start may wait for the other ranks, although an alltoallv
+ * across nodes learns their counts before it is planned. */
+static void crossed_alltoallvs(loom_comm_t first, loom_comm_t second, int64_t n) {
+    loom_comm_t comms[2] = {first, second};
+    int64_t *sc = malloc(sizeof(int64_t) * size), *sd = malloc(sizeof(int64_t) * size);
+    int64_t *rcounts = malloc(sizeof(int64_t) * size), *rd = malloc(sizeof(int64_t) * size);
+    int64_t *peer_c = malloc(sizeof(int64_t) * size), *peer_d = malloc(sizeof(int64_t) * size);
+    for (int j = 0; j < size; ++j) sc[j] = pair_count(n, rank, j), rcounts[j] = pair_count(n, j, rank);
+    const int64_t send_n = layout(sc, 0, 0, sd), recv_n = layout(rcounts, 1, 1, rd);
+    long *in[2], *out[2], sum = rank;
+    loom_request_t alltoallv[2], allreduce;
+    for (int k = 0; k < 2; ++k) {
+        in[k] = malloc(sizeof(long) * (send_n + 1)), out[k] = malloc(sizeof(long) * (recv_n + 1));
+        for (int64_t e = 0; e < send_n; ++e) in[k][e] = k * 100000000L + rank * 1000000L + e;
+        for (int64_t e = 0; e < recv_n + 1; ++e) out[k][e] = -1;
+    }
+    for (int i = 0; i < 2; ++i) {
+        const int k = rank % 2 ? 1 - i : i;
+        LOOM_OK(loom_ialltoallv(in[k], sc, sd, out[k], rcounts, rd, LOOM_LONG, comms[k], &alltoallv[k]));
+        if (k == 0) LOOM_OK(loom_iallreduce(LOOM_IN_PLACE, &sum, 1, LOOM_LONG, LOOM_SUM, first, &allreduce));
+    }
+    LOOM_OK(loom_wait(&allreduce));
+    LOOM_OK(loom_wait(&alltoallv[1]));
+    LOOM_OK(loom_wait(&alltoallv[0]));
+    CHECK(sum == (long)size * (size - 1) / 2, "crossed alltoallvs n=%lld: the iallreduce between them gave %ld",
+          (long long)n, sum);
+    for (int k = 0; k < 2; ++k) {
+        int bad = 0;
+        for (int r = 0; r < size && !bad; ++r) {
+            for (int j = 0; j < size; ++j) peer_c[j] = pair_count(n, r, j);
+            layout(peer_c, 0, 0, peer_d);
+            for (int64_t e = 0; e < rcounts[r] && !bad; ++e) {
+                const long want = k * 100000000L + r * 1000000L + peer_d[rank] + e;
+                bad = out[k][rd[r] + e] != want;
+                CHECK(!bad, "crossed alltoallvs n=%lld on communicator %d: from rank %d element %lld got %ld want %ld",
+                      (long long)n, k, r, (long long)e, out[k][rd[r] + e], want);
+            }
+        }
+        CHECK(out[k][recv_n] == -1, "crossed alltoallvs n=%lld wrote past the receive buffer", (long long)n);
+        free(in[k]), free(out[k]);
+    }
+    free(sc), free(sd), free(rcounts), free(rd), free(peer_c), free(peer_d);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--list-algorithms")) return list_algorithms();
     MPI_Init(&argc, &argv);
@@ -410,6 +457,13 @@ int main(int argc, char **argv) {
         run_allgatherv(comm, count / 4, 0, 1);
         ran += 6;
     }
+    MPI_Comm twin;
+    loom_comm_t second;
+    MPI_Comm_dup(MPI_COMM_WORLD, &twin);
+    LOOM_OK(loom_comm_create(twin, &second));
+    for (int k = 0; k < 3; ++k, ++ran) crossed_alltoallvs(comm, second, k == 0 ? 0 : k == 1 ? 1 : 1001);
+    LOOM_OK(loom_comm_free(&second));
+    MPI_Comm_free(&twin);
     /* One machine: with shared memory on (the default), every rank shares
      * it with all the others, and both paths carried messages. */
     loom_transport_info_t info;
