@@ -30,6 +30,9 @@ struct loom_comm {
         std::vector<std::vector<uint64_t>> extra_values;
     } report;
     loom::DeviceCalls device;  // calls on device buffers (runtime/device_call.hpp)
+    // The per-peer arrays of its blocking vector calls, lent to each call
+    // and given back (LentArrays): a loop of calls allocates none.
+    std::vector<size_t> spare_arrays[4];
 };
 struct loom_shm_inbox {
     loom::SharedMemoryNode node;
@@ -90,7 +93,7 @@ CountExchange count_exchange(const Communicator &c, const CollArgs &a);
 
 // `learn_counts`: an alltoallv that learns the other ranks' counts before it
 // is planned; a nonblocking one on host buffers learns them in its request.
-Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
+Status start_call(loom_comm_t comm, CollArgs &full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
                   loom_op_t op, bool reduces, Started *req, Launch launch, bool learn_counts = false) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (reduces) {
@@ -124,7 +127,7 @@ Status start_call(loom_comm_t comm, CollArgs full, const void *sendbuf, void *re
     }
     // A blocking call runs on the communicator's reusable request.
     switch (launch) {
-        case Launch::blocking: return c.run(std::move(full), call);
+        case Launch::blocking: return c.run(full, call);
         case Launch::nonblocking: return c.start(std::move(full), call, &req->request);
         default: return c.init(std::move(full), call, &req->request);
     }
@@ -169,6 +172,32 @@ size_t elem_size_or_one(loom_datatype_t t) {
 
 int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl->size() : 1; }
 
+// The per-peer arrays of a blocking vector call, lent by its communicator
+// for the call and given back after it, so that they keep their capacity:
+// a loop of calls allocates none. The first `arrays` of recv_counts,
+// recv_displs, send_counts and send_displs (those the collective fills).
+// Calls that return a request keep arrays of their own.
+class LentArrays {
+  public:
+    LentArrays(loom_comm_t comm, CollArgs &a, Launch launch, int arrays)
+        : comm_(launch == Launch::blocking ? comm : nullptr), a_(a), arrays_(arrays) {
+        swap();
+    }
+    ~LentArrays() { swap(); }
+    LentArrays(const LentArrays &) = delete;
+    LentArrays &operator=(const LentArrays &) = delete;
+
+  private:
+    void swap() {
+        if (!comm_) return;
+        std::vector<size_t> *const mine[4] = {&a_.recv_counts, &a_.recv_displs, &a_.send_counts, &a_.send_displs};
+        for (int i = 0; i < arrays_; ++i) mine[i]->swap(comm_->spare_arrays[i]);
+    }
+    loom_comm_t comm_;
+    CollArgs &a_;
+    int arrays_;
+};
+
 // Inlined into each entry point (as the compiler chose before for some):
 // a call through another function costs the one-rank calls measurably
 // (perf/callgrind-per-call.sh).
@@ -178,7 +207,7 @@ int comm_size_or_one(loom_comm_t comm) { return comm && comm->impl ? comm->impl-
     CollArgs a;
     a.collective = Collective::allreduce;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
+    return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
 Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_datatype_t t, loom_op_t op,
@@ -186,6 +215,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!counts) return fail(LOOM_ERR_INVALID_ARGUMENT, "recvcounts is NULL");
     CollArgs a;
+    const LentArrays lent(comm, a, launch, 1);
     a.collective = Collective::reduce_scatter;
     const int p = comm->impl->size();
     const size_t elem_size = elem_size_or_one(t);
@@ -201,7 +231,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     }
     if (total_bytes > kMaxBufferBytes)
         return fail(LOOM_ERR_INVALID_COUNT, "the sum of recvcounts is too large to address");
-    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
+    return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
 [[gnu::always_inline]] inline Status make_reduce_scatter_block(const void *s, void *r, int64_t count, loom_datatype_t t,
@@ -211,7 +241,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     CollArgs a;
     a.collective = Collective::reduce_scatter_block;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, std::move(a), s, r, t, op, true, req, launch);
+    return start_call(comm, a, s, r, t, op, true, req, launch);
 }
 
 [[gnu::always_inline]] inline Status make_gather_like(Collective c, const void *s, void *r, int64_t count,
@@ -221,7 +251,7 @@ Status make_reduce_scatter(const void *s, void *r, const int64_t *counts, loom_d
     CollArgs a;
     a.collective = c;
     a.count = static_cast<size_t>(count);
-    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
+    return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
 }
 
 // One rank's blocks of a vector collective: counts and displacements checked
@@ -445,20 +475,22 @@ Status make_alltoallv(const void *s, const int64_t *scounts, const int64_t *sdis
                       const int64_t *rdispls, loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     CollArgs a;
+    const LentArrays lent(comm, a, launch, 4);
     const Status local = alltoallv_args(comm, s, scounts, sdispls, rcounts, rdispls, t, &a);
     if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_alltoallv_counts(comm, local, a));
     LOOM_RETURN_IF_ERROR(local);
-    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch, learns_others_counts(comm));
+    return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch, learns_others_counts(comm));
 }
 
 Status make_allgatherv(const void *s, int64_t count, void *r, const int64_t *rcounts, const int64_t *displs,
                        loom_datatype_t t, loom_comm_t comm, Started *req, Launch launch) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     CollArgs a;
+    const LentArrays lent(comm, a, launch, 2);
     const Status local = allgatherv_args(comm, s, count, rcounts, displs, t, &a);
     if (checks_vector_counts(comm)) LOOM_RETURN_IF_ERROR(check_allgatherv_counts(comm, local, a));
     LOOM_RETURN_IF_ERROR(local);
-    return start_call(comm, std::move(a), s, r, t, LOOM_SUM, false, req, launch);
+    return start_call(comm, a, s, r, t, LOOM_SUM, false, req, launch);
 }
 
 // A blocking call shaped like its communicator's last shared-slots call

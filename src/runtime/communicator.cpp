@@ -938,7 +938,7 @@ Status Communicator::run_internal(CollArgs a, const void *in, void *out, loom_da
     call.sendbuf = in;
     call.recvbuf = out;
     call.type = type;
-    return run(std::move(a), call);
+    return run(a, call);
 }
 
 Status Communicator::allgather_bytes(const void *mine, size_t bytes, void *all) {
@@ -997,7 +997,7 @@ void Communicator::run_deferred() {
     for (auto set_up : now) set_up(*this);
 }
 
-Status Communicator::run(CollArgs args, const CallData &call) {
+Status Communicator::run(CollArgs &args, const CallData &call) {
     Guard g(*this);
     if (!deferred_.empty()) run_deferred();
     if (!periodic_.empty()) run_periodic(args, call);

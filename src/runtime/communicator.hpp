@@ -194,7 +194,8 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // A persistent request for the call, inactive: the plan, scratch and the
     // execution's storage are resolved now, so that Request::start allocates nothing.
     Status init(CollArgs args, const CallData &call, std::unique_ptr<Request> *out);
-    Status run(CollArgs args, const CallData &call);
+    // `args`: the caller's, completed in place.
+    Status run(CollArgs &args, const CallData &call);
     // A blocking call of the same shape (collective, counts, type, op, in
     // place) as the last blocking call that ran on the shared slots, run
     // again without checking, selecting or a request: that call was checked

@@ -68,7 +68,7 @@ Status start_device_call(Communicator &c, DeviceCalls &device, CollArgs full, co
         StagedCall &s = device.blocking;
         LOOM_RETURN_IF_ERROR(s.prepare(full, c.rank(), call, need));
         LOOM_RETURN_IF_ERROR(s.copy_in());
-        LOOM_RETURN_IF_ERROR(c.run(std::move(full), s.host_call()));
+        LOOM_RETURN_IF_ERROR(c.run(full, s.host_call()));
         return s.copy_out();
     }
     auto s = std::make_unique<StagedCall>();

@@ -211,7 +211,8 @@ Status start_case(Communicator &comm, const Case &c, int rank, std::vector<unsig
     d.recvbuf = out.data();
     d.type = c.combo.type->type;
     d.op = c.combo.op;
-    return req ? comm.start(c.args(), d, req) : comm.run(c.args(), d);
+    CollArgs args = c.args();
+    return req ? comm.start(args, d, req) : comm.run(args, d);
 }
 
 // Empty when rank's output matches the reference.
