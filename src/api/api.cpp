@@ -121,8 +121,10 @@ Status start_call(loom_comm_t comm, CollArgs &full, const void *sendbuf, void *r
         }
     }
     if (learn_counts) {
-        if (launch == Launch::nonblocking)
-            return c.start_after_counts(std::move(full), call, count_exchange(c, full), &req->request);
+        if (launch == Launch::nonblocking) {
+            CountExchange exchange = count_exchange(c, full);  // before `full` is moved away
+            return c.start_after_counts(std::move(full), call, std::move(exchange), &req->request);
+        }
         LOOM_RETURN_IF_ERROR(learn_node_counts(c, full));
     }
     // A blocking call runs on the communicator's reusable request.

@@ -219,6 +219,7 @@ Status Request::test(bool *done) {
         news_seen_ = !finished_ && execution_ && comm_->sleeping_waits()
                          ? execution_->completed_steps() + comm_->transport().data_movements()
                          : kNoNews;
+        polls_slots_ = !finished_ && path_->polls_shared_memory();
     }
     if (!finished_ && hang_.due([this] { return comm_->hang_timeout_ns(); })) {
         const Communicator::Waiting w{collective_, count_, elem_size_, algorithm_, call_number_, hang_.waited_s()};
@@ -243,7 +244,7 @@ Status Request::wait() {
         if (done) return LOOM_SUCCESS;  // test() also moves the other communicators now and then
         ++waits_.polls;
         if (!comm_) continue;  // freed meanwhile: the next test reports it
-        if (path_->polls_shared_memory()) {
+        if (polls_slots_) {
             if (comm_->wait_for_slots(polls)) ++waits_.yields;
             continue;
         }
@@ -738,6 +739,7 @@ Status Communicator::start_after_counts(CollArgs args, const CallData &call, Cou
 }
 
 Status Communicator::start_planned(Request &req, uint32_t tag) {
+    LOOM_RETURN_IF_ERROR(closed());  // abandoned or revoked while the counts were learnt
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(req.args_, threaded_, &plan));
     // The only path that takes its order among the calls from the tag alone.

@@ -114,6 +114,9 @@ class Request {
     // What test() saw moved (steps completed + data moved) for wait()'s sleeping rule; kNoNews: do not sleep.
     static constexpr uint64_t kNoNews = UINT64_MAX;
     uint64_t news_seen_ = kNoNews;
+    // Whether wait() polls shared memory between looks, as test() read it
+    // under the lock (the progress thread may move the call to another path).
+    bool polls_slots_ = false;
     uint32_t unfinished_tests_ = 0;
     Communicator *comm_ = nullptr;  // null once the communicator is freed
     bool thread_driven_ = false;    // the progress thread advances it too

@@ -58,6 +58,8 @@ Status SharedSlotsPath::run(Communicator &comm, const CollArgs &args, const Call
         comm.trace_end(*comm.blocking_);
         return st;
     }
+    // Read now: a nonblocking call planned while this one waits may evict `plan` from the cache.
+    const char *const name = plan.algorithm->name;
     const Status st = comm.run_slots(args, call, reduce, signature);
     if (st == LOOM_SUCCESS && repeatable) {
         shape.args = args;
@@ -67,7 +69,7 @@ Status SharedSlotsPath::run(Communicator &comm, const CollArgs &args, const Call
         shape.generation = comm.config_.generation();
         shape.signature = signature;
         shape.has_input = args.input_count() > 0;
-        shape.name = plan.algorithm->name;
+        shape.name = name;
         shape.valid = true;
     }
     return st;
