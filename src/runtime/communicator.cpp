@@ -957,18 +957,6 @@ Status Communicator::alltoall_int64(const int64_t *mine, int64_t *theirs, size_t
     return run_internal(std::move(a), mine, theirs, LOOM_INT64);
 }
 
-Status Communicator::alltoallv_int64(const int64_t *mine, std::vector<size_t> send_counts,
-                                     std::vector<size_t> send_displs, int64_t *theirs, std::vector<size_t> recv_counts,
-                                     std::vector<size_t> recv_displs) {
-    CollArgs a;
-    a.collective = Collective::alltoallv;
-    a.send_counts = std::move(send_counts);
-    a.send_displs = std::move(send_displs);
-    a.recv_counts = std::move(recv_counts);
-    a.recv_displs = std::move(recv_displs);
-    return run_internal(std::move(a), mine, theirs, LOOM_INT64);
-}
-
 Status Communicator::allreduce_int64(int64_t *values, size_t n, loom_op_t op) {
     CollArgs a;
     a.collective = Collective::allreduce;

@@ -246,15 +246,13 @@ class Communicator final : public SetupContext, public ThreadDriven {
         periodic_.push_back({every, min_bytes, fn, context, 0});
     }
     // Collectives over this communicator's present transports, for set-ups
-    // and the vector collectives' counts: Loom's own calls (CollArgs::internal).
+    // and the vector collectives' checks: Loom's own calls (CollArgs::internal).
     Status allgather_bytes(const void *mine, size_t bytes, void *all) override;
     Status allreduce_int64(int64_t *values, size_t n, loom_op_t op) override;
     Status alltoall_int64(const int64_t *mine, int64_t *theirs, size_t per_peer);
-    // Counts and displacements per peer, in elements.
-    Status alltoallv_int64(const int64_t *mine, std::vector<size_t> send_counts, std::vector<size_t> send_displs,
-                           int64_t *theirs, std::vector<size_t> recv_counts, std::vector<size_t> recv_displs);
     void run_deferred();  // the deferred set-ups, once
-    // One of the above: `a` (collective and sizes) over `in` and `out`.
+    // One of Loom's own calls (those above, the alltoallv count exchange's):
+    // `a` (collective and sizes) over `in` and `out`.
     Status run_internal(CollArgs a, const void *in, void *out, loom_datatype_t type);
 
     // Which node each rank is on. Only before the first collective; plans

@@ -16,12 +16,7 @@ const ParamId kParamAlltoallvCountsWaitUs = declare_param(
      0, 1LL << 30, Collective::alltoallv});
 
 CountExchange::CountExchange(const CollArgs &a, int rank, const NodeMap &nodes, bool whole_matrix)
-    : whole_matrix_(whole_matrix),
-      rank_(rank),
-      node_(nodes.node_of[rank]),
-      members_(nodes.members[nodes.node_of[rank]]),
-      nodes_(&nodes),
-      p_(a.send_counts.size()) {
+    : whole_matrix_(whole_matrix), rank_(rank), nodes_(&nodes), p_(a.send_counts.size()) {
     if (whole_matrix_) {
         mine_.assign(a.send_counts.begin(), a.send_counts.end());
         every_.resize(p_ * p_);
@@ -35,15 +30,16 @@ CountExchange::CountExchange(const CollArgs &a, int rank, const NodeMap &nodes, 
     every_.resize(2 * p_);
     // Each of the node's ranks sends every one of them (itself too) its send
     // counts, then its receive counts: one block read by all.
-    const size_t k = members_.size();
+    const std::vector<int> &members = this->members();
+    const size_t k = members.size();
     out_.assign(a.send_counts.begin(), a.send_counts.end());
     out_.insert(out_.end(), a.recv_counts.begin(), a.recv_counts.end());
     in_.resize(2 * p_ * k);
     counts_.assign(p_, 0);
     displs_.assign(p_, 0);
     for (size_t i = 0; i < k; ++i) {
-        counts_[static_cast<size_t>(members_[i])] = 2 * p_;
-        displs_[static_cast<size_t>(members_[i])] = i * 2 * p_;
+        counts_[static_cast<size_t>(members[i])] = 2 * p_;
+        displs_[static_cast<size_t>(members[i])] = i * 2 * p_;
     }
 }
 
@@ -71,13 +67,13 @@ std::vector<CountExchange::Call> CountExchange::calls() {
 NodeCounts CountExchange::result() const {
     if (whole_matrix_) return node_counts_of(every_.data(), static_cast<int>(p_), nodes_, rank_);
     NodeCounts n;
-    n.node = node_;
+    n.node = nodes_->node_of[rank_];
     n.ranks = p_;
     for (size_t r = 0; r < p_; ++r) {
         n.total += static_cast<size_t>(every_[2 * r]);
         n.largest = std::max(n.largest, static_cast<size_t>(every_[2 * r + 1]));
     }
-    const size_t k = members_.size();
+    const size_t k = members().size();
     n.counts.resize(2 * k * p_);
     for (size_t i = 0; i < k; ++i) {
         const int64_t *theirs = in_.data() + i * 2 * p_;

@@ -42,10 +42,11 @@ class CountExchange {
     NodeCounts result() const;
 
   private:
+    // This rank's node's ranks.
+    const std::vector<int> &members() const { return nodes_->members[nodes_->node_of[rank_]]; }
     bool whole_matrix_ = true;
-    int rank_ = 0, node_ = 0;
-    std::vector<int> members_;  // this node's ranks
-    const NodeMap *nodes_ = nullptr;
+    int rank_ = 0;
+    const NodeMap *nodes_ = nullptr;  // the communicator's, which outlives the exchange
     size_t p_ = 0;
     std::vector<int64_t> mine_, every_;  // the allgather's
     std::vector<int64_t> out_, in_;      // the node's alltoallv's
