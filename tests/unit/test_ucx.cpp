@@ -19,6 +19,7 @@
 
 #include "core/plan.hpp"
 #include "transport/inprocess/inprocess.hpp"
+#include "transport/ucx/rail_weights.hpp"
 #include "transport/ucx/setup.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -264,6 +265,124 @@ TEST(UcxTransport, NewWeightsApplyToLaterPlansOnly) {
     EXPECT_EQ(before[0].second, 2000u);  // a call started earlier keeps the equal cut
     EXPECT_EQ(after[0].second, 3000u);
     EXPECT_NEAR(p.t[0]->weights()[0], 0.75, 1e-9);
+}
+
+TEST(UcxTransport, StripedPiecesAreSampledUntilCleared) {
+    Pair p = make_pair({3, 1}, 1000);
+    std::vector<unsigned char> out(4000, 5), in(4000, 0);
+    TransportHandle s, r;
+    ASSERT_EQ(p.t[1]->post_recv(in.data(), in.size(), 0, 3, Route{}, &r), LOOM_SUCCESS);
+    ASSERT_EQ(p.t[0]->post_send(out.data(), out.size(), 1, 3, Route{}, &s), LOOM_SUCCESS);
+    ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(p.t[1]->sampled_bytes(), (std::vector<double>{3000, 1000}));
+    EXPECT_GT(p.t[1]->sampled_seconds()[0], 0);
+    EXPECT_GT(p.t[1]->sampled_seconds()[1], 0);
+    EXPECT_EQ(p.t[0]->sampled_bytes(), (std::vector<double>{0, 0}));  // a sender samples nothing
+    p.t[1]->clear_samples();
+    EXPECT_EQ(p.t[1]->sampled_bytes(), (std::vector<double>{0, 0}));
+    EXPECT_EQ(p.t[1]->sampled_seconds(), (std::vector<double>{0, 0}));
+}
+
+// A reading as the receivers take it: every rail's piece timed from the
+// posted receive, which a late sender's wait lengthens on every rail alike.
+std::vector<double> reading(const std::vector<double> &weights, const std::vector<double> &rail_rates, double wait_s,
+                            double bytes = 16e6) {
+    std::vector<double> rates;
+    for (size_t r = 0; r < weights.size(); ++r) {
+        const double piece = weights[r] * bytes;
+        rates.push_back(piece / (wait_s + piece / rail_rates[r]));
+    }
+    return rates;
+}
+
+TEST(RailWeights, AReadingMovesTheWeightsPartWayAndNeverPastEachOther) {
+    const std::vector<double> even = {0.5, 0.5};
+    EXPECT_EQ(damped_rail_weights(even, {20e6, 20e6}), even);
+    // A reading that says rail 1 is five times faster (stop 48: equal rails
+    // read 0.16/0.84 under load) moves rail 0 from half to no less than 0.39.
+    const std::vector<double> next = damped_rail_weights(even, {4e6, 21e6});
+    EXPECT_NEAR(next[0] + next[1], 1.0, 1e-12);
+    EXPECT_LT(next[0], 0.5);
+    EXPECT_GT(next[0], 0.5 / kRailWeightStep / 1.03);
+    // A rail without a sample in this reading leaves the weights as they are.
+    EXPECT_EQ(damped_rail_weights({0.7, 0.3}, {0, 10e6}), (std::vector<double>{0.7, 0.3}));
+    EXPECT_EQ(damped_rail_weights({0.7, 0.3}, {10e6}), (std::vector<double>{0.7, 0.3}));
+}
+
+TEST(RailWeights, RailsTwoToOneReachTheirSharesDespiteALateSender) {
+    std::vector<double> w = {0.5, 0.5};
+    for (int agreement = 0; agreement < 12; ++agreement) w = damped_rail_weights(w, reading(w, {25e6, 12.5e6}, 0.1));
+    EXPECT_NEAR(w[0], 2.0 / 3.0, 0.03);
+    // Weights that had swung to one side come back on equal rails.
+    w = {0.84, 0.16};
+    for (int agreement = 0; agreement < 12; ++agreement) w = damped_rail_weights(w, reading(w, {25e6, 25e6}, 0.1));
+    EXPECT_NEAR(w[0], 0.5, 0.03);
+}
+
+TEST(RailWeights, ReadingsThatSwingEveryTimeKeepTheWeightsNearTheMiddle) {
+    // Each reading says the rail with the smaller share is five times faster
+    // (its pieces passed within a shaper's burst): the weights stay bounded
+    // instead of following the readings from one side to the other.
+    std::vector<double> w = {0.5, 0.5};
+    for (int agreement = 0; agreement < 50; ++agreement) {
+        const bool zero_lighter = w[0] <= w[1];
+        w = damped_rail_weights(w, zero_lighter ? std::vector<double>{50e6, 10e6} : std::vector<double>{10e6, 50e6});
+        EXPECT_GT(w[0], 0.3) << agreement;
+        EXPECT_LT(w[0], 0.7) << agreement;
+    }
+}
+
+// Feeds `agreements` readings from `read_at` (the weights in force -> the
+// rates the ranks measured) through the agreement; returns the adoptions.
+template <class Reading>
+int agree(RailReweighing &agreement, std::vector<double> &w, int agreements, Reading read_at) {
+    int adopted = 0;
+    std::vector<double> next;
+    for (int a = 0; a < agreements; ++a)
+        if (agreement.read(w, read_at(w), &next)) {
+            w = next;
+            ++adopted;
+        }
+    return adopted;
+}
+
+TEST(RailReweighing, AMoveNeedsTwoReadingsInARow) {
+    RailReweighing agreement;
+    std::vector<double> w = {0.5, 0.5}, next;
+    EXPECT_FALSE(agreement.read(w, {30e6, 10e6}, &next));  // proposes about 0.6/0.4
+    EXPECT_FALSE(agreement.read(w, {20e6, 20e6}, &next));  // not again: forgotten
+    EXPECT_FALSE(agreement.read(w, {30e6, 10e6}, &next));
+    ASSERT_TRUE(agreement.read(w, {30e6, 10e6}, &next));
+    EXPECT_GT(next[0], 0.55);
+    EXPECT_LT(next[0], 0.5 * kRailWeightStep);
+    agreement.forget();
+    EXPECT_FALSE(agreement.read(next, {40e6, 10e6}, &w));  // a fresh start after the rails changed
+}
+
+TEST(RailReweighing, EqualRailsThatFavourTheLighterOneSettleInsteadOfSwinging) {
+    // Stop 48's testbed: on equal rails the readings favour whichever rail
+    // carries less, enough to propose 0.45 <-> 0.55 at every second
+    // agreement. A move back to where the last one started is dropped: after
+    // the first move the weights stay, and no plans are retired for them.
+    RailReweighing agreement;
+    std::vector<double> w = {0.5, 0.5};
+    auto favour_lighter = [](const std::vector<double> &now) {
+        return now[0] <= now[1] ? std::vector<double>{36e6, 20e6} : std::vector<double>{20e6, 36e6};
+    };
+    EXPECT_LE(agree(agreement, w, 100, favour_lighter), 2);
+    EXPECT_GT(w[0], 0.4);
+    EXPECT_LT(w[0], 0.6);
+}
+
+TEST(RailReweighing, TwoToOneRailsReachTheirSharesAndAFreshSlowdownIsFollowed) {
+    RailReweighing agreement;
+    std::vector<double> w = {0.5, 0.5};
+    agree(agreement, w, 20, [](const std::vector<double> &now) { return reading(now, {25e6, 12.5e6}, 0.1); });
+    EXPECT_NEAR(w[0], 2.0 / 3.0, 0.04);
+    // Rail 0 drops to a quarter of rail 1: the weights follow although that
+    // reverses their last move.
+    agree(agreement, w, 30, [](const std::vector<double> &now) { return reading(now, {6.25e6, 25e6}, 0.1); });
+    EXPECT_LT(w[0], 0.3);
 }
 
 TEST(UcxTransport, ReportsATruncatedAndAShortReceive) {

@@ -55,8 +55,8 @@ const ParamId kParamRailRefreshCalls = declare_param(
     ParamSection::rails,
     {"rail_refresh_calls", ParamType::integer, "8", 5,
      "Every this many blocking collectives of at least rail_stripe_min_bytes, the ranks agree on the rails: "
-     "a failed rail is left out, a rail left out comes back once it works again, new weights from the rates "
-     "striped messages arrived at (0: never; the first weights stay). Read when the communicator is created",
+     "a failed rail is left out, a rail left out comes back once it works again, the weights move toward the "
+     "rates striped messages arrived at since the last agreement (0: never; the first weights stay). Read when the communicator is created",
      0, 1LL << 30, Collective::allreduce});
 
 }  // namespace loom

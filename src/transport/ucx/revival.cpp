@@ -1,11 +1,11 @@
 // Keeping the rails: the periodic agreement among the ranks that leaves a
 // failed rail out, brings it back on a fresh worker once it works again, and
 // reweighs the rails from the rates striped messages arrived at.
-#include <cmath>
 #include <cstdio>
 
 #include "core/clock.hpp"
 #include "transport/ucx/params.hpp"
+#include "transport/ucx/rail_weights.hpp"
 #include "transport/ucx/setup_steps.hpp"
 
 namespace loom {
@@ -106,21 +106,23 @@ void announce(SetupContext &c, UcxTransport &t, int rail, bool back) {
 // is left out of the calls that start from now on, and fails here too.
 // (2) A rail left out comes back, on a fresh worker, once its interface is up
 // on every rank and a handshake crosses it. (3) With every rail in and the
-// weights not pinned, the ranks' moving estimates of each rail's rate,
-// summed, become new weights when a rail's share moved by more than a tenth
-// of itself. Each change retires the cached plans.
+// weights not pinned, each rail's rate since the last agreement (the bytes
+// of its striped pieces over their seconds, summed over the ranks) is a
+// reading that may move the weights (RailReweighing). Each change retires
+// the cached plans.
 void check_rails(SetupContext &c, void *transport) {
     UcxTransport &t = *static_cast<UcxTransport *>(transport);
     const size_t rails = t.rails();
-    const std::vector<double> rates = t.observed_rates();
     std::vector<int64_t> sums(4 * rails, 0);
     for (size_t r = 0; r < rails; ++r) {
-        sums[r] = static_cast<int64_t>(rates[r] / 1024);  // KiB/s
-        sums[rails + r] = rates[r] > 0 ? 1 : 0;
+        sums[r] = static_cast<int64_t>(t.sampled_bytes()[r] / 1024);           // KiB
+        sums[rails + r] = static_cast<int64_t>(t.sampled_seconds()[r] * 1e6);  // microseconds
         sums[2 * rails + r] = t.rail_down(static_cast<int>(r)) ? 1 : 0;
         sums[3 * rails + r] = interface_up(t.rail_name(static_cast<int>(r))) ? 0 : 1;
     }
     if (c.allreduce_int64(sums.data(), sums.size(), LOOM_SUM) != LOOM_SUCCESS) return;
+    // Every agreement takes its reading from the calls since the last one.
+    t.clear_samples();
     const bool verbose = c.config().integer(kParamVerbose) >= 1 && c.rank() == 0;
     std::vector<double> next = t.weights();
     bool changed = false;
@@ -156,33 +158,18 @@ void check_rails(SetupContext &c, void *transport) {
         }
     }
     if (changed) {
+        t.reweighing().forget();
         t.add_weights(c.retire_plans(), next);
         return;
     }
     if (rails < 2 || !c.config().raw(kParamRailWeights).empty()) return;
-    double total = 0;
+    std::vector<double> rates(rails);
     for (size_t r = 0; r < rails; ++r) {
         if (t.rail_left_out(static_cast<int>(r))) return;
-        if (sums[rails + r] == 0 || sums[r] <= 0) return;  // a rail without samples yet
-        next[r] = static_cast<double>(sums[r]) / static_cast<double>(sums[rails + r]);
-        total += next[r];
+        if (sums[rails + r] <= 0 || sums[r] <= 0) return;  // a rail without samples in this reading
+        rates[r] = static_cast<double>(sums[r]) / static_cast<double>(sums[rails + r]);
     }
-    bool moved = false;
-    for (size_t r = 0; r < rails; ++r) {
-        next[r] /= total;
-        moved |= std::fabs(next[r] - t.weights()[r]) > 0.1 * t.weights()[r];
-    }
-    // A move must be seen twice in a row, alike within a tenth: the rates
-    // are measured from the posted receive, so a wait for a late sender
-    // weighs on every rail alike and single readings wander (docs/design.md,
-    // "The rails"); a rail that is really slower reads so every time. Every
-    // rank sees the same sums.
-    std::vector<double> &pending = t.pending_weights();
-    bool confirmed = moved && pending.size() == rails;
-    for (size_t r = 0; confirmed && r < rails; ++r) confirmed = std::fabs(next[r] - pending[r]) <= 0.1 * pending[r];
-    pending = moved ? next : std::vector<double>();
-    if (!confirmed) return;
-    pending.clear();
+    if (!t.reweighing().read(t.weights(), rates, &next)) return;
     if (verbose) {
         std::string text;
         char w[32];

@@ -32,6 +32,7 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       collective_messages_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)) {
     for (size_t r = 0; r < workers_->count(); ++r) worker_.push_back(workers_->current(r));
     rates_.assign(workers_->count(), 0.0);
+    clear_samples();
     // As Open MPI does when told its ranks share cores: a poll that finds
     // nothing done gives the core to the rank it waits for.
     const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
@@ -62,6 +63,11 @@ void UcxTransport::add_weights(uint32_t first_plan, const std::vector<double> &w
     }
     if (set.live.size() == weights.size()) given_weights_ = weights_;
     weight_sets_.push_back(std::move(set));
+}
+
+void UcxTransport::clear_samples() {
+    sampled_bytes_.assign(workers_->count(), 0.0);
+    sampled_seconds_.assign(workers_->count(), 0.0);
 }
 
 bool UcxTransport::rail_left_out(int r) const {
@@ -299,6 +305,8 @@ Status UcxTransport::advance_rails(Op &op) {
                 const double rate = static_cast<double>(length) / std::max(seconds, 1e-6);
                 double &estimate = rates_[r];
                 estimate = estimate == 0 ? rate : 0.75 * estimate + 0.25 * rate;
+                sampled_bytes_[r] += static_cast<double>(length);
+                sampled_seconds_[r] += seconds;
             }
         }
     }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "transport/transport.hpp"
+#include "transport/ucx/rail_weights.hpp"
 #include "transport/ucx/rail_workers.hpp"
 
 namespace loom {
@@ -171,12 +172,14 @@ class UcxTransport final : public Transport {
     // rail and length per piece, in order (empty pieces and rails left out
     // of the plan's weights skipped).
     void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out, uint32_t plan = Route::kNoPlan) const;
-    // Per rail, the moving estimate of bytes per second that striped
-    // messages arrived at on this rank (0: none seen yet).
-    std::vector<double> observed_rates() const { return rates_; }
-    // Weights the last periodic agreement proposed and did not apply yet
-    // (empty: none): the next must confirm them.
-    std::vector<double> &pending_weights() { return pending_weights_; }
+    // Per rail, the bytes of striped pieces this rank received and the
+    // seconds they took from their posted receive, since clear_samples():
+    // one reading for the periodic agreement on the weights.
+    const std::vector<double> &sampled_bytes() const { return sampled_bytes_; }
+    const std::vector<double> &sampled_seconds() const { return sampled_seconds_; }
+    void clear_samples();
+    // The periodic agreement's decisions on the weights, reading by reading.
+    RailReweighing &reweighing() { return reweighing_; }
 
   private:
     // The op a handle names (post() writes its index there).
@@ -255,8 +258,9 @@ class UcxTransport final : public Transport {
     std::vector<double> weights_;         // the newest, normalised, 0 for a rail left out
     std::vector<double> given_weights_;   // the last ones set with every rail in
     std::vector<WeightSet> weight_sets_;  // by the first plan id that uses them (oldest first)
-    std::vector<double> rates_;           // bytes per second per rail, moving estimate
-    std::vector<double> pending_weights_;
+    std::vector<double> rates_;           // bytes per second per rail, moving estimate (the failover timer's)
+    std::vector<double> sampled_bytes_, sampled_seconds_;
+    RailReweighing reweighing_;
     bool yield_when_idle_ = false;
     size_t stripe_min_, min_bytes_;
     bool striping_ = true;
