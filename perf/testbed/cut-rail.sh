@@ -28,6 +28,7 @@ case "$*" in *coll_loom_ucx_tls*) tls="" ;; *) tls="--mca coll_loom_ucx_tls tcp"
 # Outside /tmp: every emulated node has a /tmp of its own.
 signals=$(mktemp -d /var/tmp/loom-cut-rail.XXXXXX)
 trap 'rm -rf "$signals"' EXIT INT TERM
+: >"$signals/out"  # before tail opens it: the job's redirection may come later
 # shellcheck disable=SC2086
 sh "$testbed" run -np "$np" --map-by node $pml_net \
     --mca mca_base_component_path "$build/coll/component-path:$ompi_dir" \
