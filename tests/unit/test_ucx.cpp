@@ -267,20 +267,24 @@ TEST(UcxTransport, NewWeightsApplyToLaterPlansOnly) {
     EXPECT_NEAR(p.t[0]->weights()[0], 0.75, 1e-9);
 }
 
-TEST(UcxTransport, StripedPiecesAreSampledUntilCleared) {
+TEST(UcxTransport, StripedPiecesAreSampledUntilTaken) {
     Pair p = make_pair({3, 1}, 1000);
     std::vector<unsigned char> out(4000, 5), in(4000, 0);
     TransportHandle s, r;
     ASSERT_EQ(p.t[1]->post_recv(in.data(), in.size(), 0, 3, Route{}, &r), LOOM_SUCCESS);
     ASSERT_EQ(p.t[0]->post_send(out.data(), out.size(), 1, 3, Route{}, &s), LOOM_SUCCESS);
     ASSERT_EQ(wait_all(p, {{0, &s}, {1, &r}}), LOOM_SUCCESS) << last_error_message();
-    EXPECT_EQ(p.t[1]->sampled_bytes(), (std::vector<double>{3000, 1000}));
-    EXPECT_GT(p.t[1]->sampled_seconds()[0], 0);
-    EXPECT_GT(p.t[1]->sampled_seconds()[1], 0);
-    EXPECT_EQ(p.t[0]->sampled_bytes(), (std::vector<double>{0, 0}));  // a sender samples nothing
-    p.t[1]->clear_samples();
-    EXPECT_EQ(p.t[1]->sampled_bytes(), (std::vector<double>{0, 0}));
-    EXPECT_EQ(p.t[1]->sampled_seconds(), (std::vector<double>{0, 0}));
+    std::vector<double> bytes, seconds;
+    p.t[1]->take_samples(&bytes, &seconds);
+    EXPECT_EQ(bytes, (std::vector<double>{3000, 1000}));
+    ASSERT_EQ(seconds.size(), 2u);
+    EXPECT_GT(seconds[0], 0);
+    EXPECT_GT(seconds[1], 0);
+    p.t[0]->take_samples(&bytes, &seconds);
+    EXPECT_EQ(bytes, (std::vector<double>{0, 0}));  // a sender samples nothing
+    p.t[1]->take_samples(&bytes, &seconds);         // the next reading starts empty
+    EXPECT_EQ(bytes, (std::vector<double>{0, 0}));
+    EXPECT_EQ(seconds, (std::vector<double>{0, 0}));
 }
 
 // A reading as the receivers take it: every rail's piece timed from the

@@ -113,16 +113,17 @@ void announce(SetupContext &c, UcxTransport &t, int rail, bool back) {
 void check_rails(SetupContext &c, void *transport) {
     UcxTransport &t = *static_cast<UcxTransport *>(transport);
     const size_t rails = t.rails();
+    // Every agreement takes its reading from the calls since the last one.
+    std::vector<double> bytes, seconds;
+    t.take_samples(&bytes, &seconds);
     std::vector<int64_t> sums(4 * rails, 0);
     for (size_t r = 0; r < rails; ++r) {
-        sums[r] = static_cast<int64_t>(t.sampled_bytes()[r] / 1024);           // KiB
-        sums[rails + r] = static_cast<int64_t>(t.sampled_seconds()[r] * 1e6);  // microseconds
+        sums[r] = static_cast<int64_t>(bytes[r] / 1024);           // KiB
+        sums[rails + r] = static_cast<int64_t>(seconds[r] * 1e6);  // microseconds
         sums[2 * rails + r] = t.rail_down(static_cast<int>(r)) ? 1 : 0;
         sums[3 * rails + r] = interface_up(t.rail_name(static_cast<int>(r))) ? 0 : 1;
     }
     if (c.allreduce_int64(sums.data(), sums.size(), LOOM_SUM) != LOOM_SUCCESS) return;
-    // Every agreement takes its reading from the calls since the last one.
-    t.clear_samples();
     const bool verbose = c.config().integer(kParamVerbose) >= 1 && c.rank() == 0;
     std::vector<double> next = t.weights();
     bool changed = false;

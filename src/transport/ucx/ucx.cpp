@@ -32,7 +32,8 @@ UcxTransport::UcxTransport(std::shared_ptr<RailWorkers> workers, int rank, int s
       collective_messages_(kCollectiveCount, std::vector<uint64_t>(workers_->count(), 0)) {
     for (size_t r = 0; r < workers_->count(); ++r) worker_.push_back(workers_->current(r));
     rates_.assign(workers_->count(), 0.0);
-    clear_samples();
+    sampled_bytes_.assign(workers_->count(), 0.0);
+    sampled_seconds_.assign(workers_->count(), 0.0);
     // As Open MPI does when told its ranks share cores: a poll that finds
     // nothing done gives the core to the rank it waits for.
     const char *yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
@@ -65,9 +66,12 @@ void UcxTransport::add_weights(uint32_t first_plan, const std::vector<double> &w
     weight_sets_.push_back(std::move(set));
 }
 
-void UcxTransport::clear_samples() {
-    sampled_bytes_.assign(workers_->count(), 0.0);
-    sampled_seconds_.assign(workers_->count(), 0.0);
+void UcxTransport::take_samples(std::vector<double> *bytes, std::vector<double> *seconds) {
+    RailsLock lock(rails_mutex());
+    *bytes = sampled_bytes_;
+    *seconds = sampled_seconds_;
+    std::fill(sampled_bytes_.begin(), sampled_bytes_.end(), 0.0);
+    std::fill(sampled_seconds_.begin(), sampled_seconds_.end(), 0.0);
 }
 
 bool UcxTransport::rail_left_out(int r) const {

@@ -173,11 +173,10 @@ class UcxTransport final : public Transport {
     // of the plan's weights skipped).
     void cut(size_t bytes, int lane, std::vector<std::pair<int, size_t>> *out, uint32_t plan = Route::kNoPlan) const;
     // Per rail, the bytes of striped pieces this rank received and the
-    // seconds they took from their posted receive, since clear_samples():
-    // one reading for the periodic agreement on the weights.
-    const std::vector<double> &sampled_bytes() const { return sampled_bytes_; }
-    const std::vector<double> &sampled_seconds() const { return sampled_seconds_; }
-    void clear_samples();
+    // seconds they took from their posted receive, since the last take
+    // (one reading for the periodic agreement on the weights); starts the
+    // next. Under rails_mutex: the progress thread may be sampling.
+    void take_samples(std::vector<double> *bytes, std::vector<double> *seconds);
     // The periodic agreement's decisions on the weights, reading by reading.
     RailReweighing &reweighing() { return reweighing_; }
 
