@@ -517,12 +517,19 @@ if timeout 120 "$MPIEXEC" --oversubscribe -np 3 --mca mca_base_component_path "$
     --mca orte_base_help_aggregate 0 --mca coll_loom_priority 100 "$build/tests/mpi/test_mismatch" -m -f >"$log" 2>&1; then
     echo "FAIL: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL did not end the job"
     status=1
-elif ! grep -q "MPI_ERR_TRUNCATE" "$log"; then
+elif grep -q "MPI_ERR_TRUNCATE" "$log"; then
+    echo "PASS: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL ends the job with MPI_ERR_TRUNCATE"
+elif grep -q "ORTE_ERROR_LOG: Out of resource in file .*show_help.c" "$log" &&
+    grep -q "coll/loom: allreduce on .*(did every rank pass the same count, type and op?)" "$log"; then
+    # mpirun itself failed to print the error's help text (its own log line
+    # says so; seen once, in CI on 2026-12-07). Loom's message shows the call
+    # failed on the mismatch; the error class is checked without
+    # MPI_ERRORS_ARE_FATAL above.
+    echo "PASS: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL ends the job with Loom's message (mpirun lost the error's help text)"
+else
     echo "FAIL: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL: no MPI_ERR_TRUNCATE"
     tail -5 "$log"
     status=1
-else
-    echo "PASS: a mismatched MPI_Allreduce under MPI_ERRORS_ARE_FATAL ends the job with MPI_ERR_TRUNCATE"
 fi
 # One rank's MPI_Alltoallv receive blocks overlap (Open MPI's checks do not
 # look at displacements): that rank's call is an error with Loom's message,
