@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "core/params.hpp"
 #include "node_map.hpp"
+#include "select/node_symmetry.hpp"
 
 namespace loom {
 namespace {
@@ -151,10 +153,14 @@ struct Event {
     bool operator>(const Event &o) const { return time != o.time ? time > o.time : order > o.order; }
 };
 
+// Plays the programs against each other: every rank's (programs[r] is rank
+// r's), or with `sym`, node 0's ranks' (programs[i] is local rank i's) with
+// every other node's taken as their image (node_symmetry.hpp).
 class Simulation {
   public:
-    Simulation(const std::vector<std::unique_ptr<Program>> &programs, const CollArgs &args, const CostModel &m)
-        : programs_(programs), args_(args), m_(m), p_(static_cast<int>(programs.size())) {
+    Simulation(const std::vector<std::unique_ptr<Program>> &programs, const CollArgs &args, const CostModel &m,
+               const NodeSymmetry *sym = nullptr)
+        : programs_(programs), args_(args), m_(m), sym_(sym), p_(static_cast<int>(programs.size())) {
         unmet_.resize(p_);
         finish_.assign(p_, 0);
         cpu_free_.assign(p_, 0);
@@ -176,8 +182,8 @@ class Simulation {
         }
         for (int r = 0; r < p_; ++r)
             if (left_[r] != 0)
-                return fail(LOOM_ERR_INTERNAL, "cost model: rank " + std::to_string(r) + " of " + args_.describe() +
-                                                   " never finishes (" + std::to_string(left_[r]) +
+                return fail(LOOM_ERR_INTERNAL, "cost model: rank " + std::to_string(rank_at(r)) + " of " +
+                                                   args_.describe() + " never finishes (" + std::to_string(left_[r]) +
                                                    " steps left): its sends and receives do not match");
         for (const auto &[pair, ch] : channels_)
             if (!ch.arrivals.empty() || !ch.recvs.empty())
@@ -185,6 +191,10 @@ class Simulation {
                                                    " message(s) from rank " + std::to_string(pair.first) + " to rank " +
                                                    std::to_string(pair.second) + " of " + args_.describe() +
                                                    " never find their other side");
+        if (interleaved_)
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "cost model: one node cannot stand for all: messages to or from several nodes queue at once "
+                        "(on a rail or a core), and the order they take on the other nodes is not node 0's");
         *us = p_ ? *std::max_element(finish_.begin(), finish_.end()) : 0;
         return LOOM_SUCCESS;
     }
@@ -203,6 +213,22 @@ class Simulation {
         std::deque<PendingRecv> recvs;
     };
 
+    // With symmetry every node's way in is node 0's way out, and a core
+    // takes in the images of what node 0's ranks receive. That holds while
+    // messages queue only behind messages to (or from) the same node: with
+    // several nodes' messages queued at once, the simulation of every rank
+    // interleaves them in an order that is not node 0's.
+    void note_queueing(int from_node, int rail, int to_node, double handed, double begin) {
+        const auto [last, first] = last_destination_.try_emplace({from_node, rail}, to_node);
+        if (!first && begin > handed && last->second != to_node) interleaved_ = true;
+        last->second = to_node;
+    }
+    void note_taking_in(int position, int from_node, double ready) {
+        const auto [last, first] = last_source_.try_emplace(position, from_node);
+        if (!first && cpu_free_[position] > ready && last->second != from_node) interleaved_ = true;
+        last->second = from_node;
+    }
+
     void push(double t, int r, StepId s, Phase phase, double overhead_us = 0) {
         events_.push(Event{t, r, s, phase, overhead_us, order_++});
     }
@@ -216,11 +242,21 @@ class Simulation {
     }
 
     void take_in(const Event &e) {
+        if (sym_) note_taking_in(e.rank, node(programs_[e.rank]->steps[e.step].peer), e.time);
         cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
         push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
     }
 
-    int node(int r) const { return args_.nodes && args_.nodes->nranks() == p_ ? args_.nodes->node_of[r] : 0; }
+    int node(int r) const { return args_.nodes && args_.nodes->nranks() == args_.nranks ? args_.nodes->node_of[r] : 0; }
+    // Simulated positions and communicator ranks.
+    int rank_at(int position) const { return sym_ ? sym_->nodes->members[0][position] : position; }
+    int position_of(int rank) const { return sym_ ? sym_->nodes->local_index[rank] : rank; }
+    // The channel of a message from `from` to `to` as the simulation holds
+    // it: with symmetry, its image whose receiver is on node 0.
+    std::pair<int, int> channel_of(int from, int to) const {
+        if (!sym_) return {from, to};
+        return {sym_->moved_rank(from, sym_->to_origin(node(to))), sym_->representative(to)};
+    }
 
     LinkClass link(int from, int to, size_t bytes) const {
         if (node(from) != node(to)) return kNetwork;
@@ -240,6 +276,7 @@ class Simulation {
     void start(const Event &e) {
         const Program &prog = *programs_[e.rank];
         const Step &s = prog.steps[e.step];
+        const int me = rank_at(e.rank);
         const double es = static_cast<double>(args_.elem_size);
         switch (s.kind) {
             case StepKind::join: push(e.time, e.rank, e.step, Phase::finish); break;
@@ -254,7 +291,7 @@ class Simulation {
             case StepKind::send: {
                 posted(e.rank, e.step, e.time);
                 const size_t bytes = s.src.count * args_.elem_size;
-                const LinkClass c = link(e.rank, s.peer, bytes);
+                const LinkClass c = link(me, s.peer, bytes);
                 const LinkCost &l = cost(c);
                 // The sender's core hands the message over first.
                 double handed = e.time;
@@ -264,28 +301,31 @@ class Simulation {
                 // the sending node going out and of the receiving node coming
                 // in, each shared by all ranks of its node, so that many
                 // nodes sending to one (a gather to a leader) queue at it.
+                // With symmetry, every node's way in is node 0's.
                 const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
                 const double wire = bytes * l.us_per_byte;
                 double arrival;
                 if (c == kNetwork) {
                     const int rail = s.lane % rails;
-                    double &out = link_free_[{-1 - node(e.rank), 2 * rail}];
-                    double &in = link_free_[{-1 - node(s.peer), 2 * rail + 1}];
+                    double &out = link_free_[{-1 - node(me), 2 * rail}];
+                    double &in = link_free_[{-1 - (sym_ ? 0 : node(s.peer)), 2 * rail + 1}];
                     const double begin = std::max({handed, out, in});
+                    if (sym_) note_queueing(node(me), rail, node(s.peer), handed, begin);
                     out = in = begin + wire;
                     arrival = begin + wire + l.alpha_us;
                 } else {
-                    double &link_free = link_free_[{e.rank, c}];
+                    double &link_free = link_free_[{me, c}];
                     const double begin = std::max(handed, link_free);
                     link_free = begin + wire;
                     arrival = link_free + l.alpha_us;
                 }
                 push(arrival, e.rank, e.step, Phase::finish);
-                Channel &ch = channels_[{e.rank, s.peer}];
+                const std::pair<int, int> key = channel_of(me, s.peer);
+                Channel &ch = channels_[key];
                 if (!ch.recvs.empty()) {
                     const PendingRecv r = ch.recvs.front();
                     ch.recvs.pop_front();
-                    received(s.peer, r.step, std::max(r.posted, arrival), l.overhead_us);
+                    received(position_of(key.second), r.step, std::max(r.posted, arrival), l.overhead_us);
                 } else {
                     ch.arrivals.push_back(Arrival{arrival, l.overhead_us});
                 }
@@ -293,7 +333,7 @@ class Simulation {
             }
             case StepKind::recv: {
                 posted(e.rank, e.step, e.time);
-                Channel &ch = channels_[{s.peer, e.rank}];
+                Channel &ch = channels_[channel_of(s.peer, me)];
                 if (!ch.arrivals.empty()) {
                     const Arrival a = ch.arrivals.front();
                     ch.arrivals.pop_front();
@@ -319,11 +359,15 @@ class Simulation {
     const std::vector<std::unique_ptr<Program>> &programs_;
     const CollArgs &args_;
     const CostModel &m_;
+    const NodeSymmetry *sym_;
     const int p_;
     std::vector<std::vector<uint32_t>> unmet_;
     std::vector<double> finish_, cpu_free_;
     std::vector<size_t> left_;
     std::map<std::pair<int, int>, double> link_free_;
+    std::map<std::pair<int, int>, int> last_destination_;  // (node, rail): the node its last message went to
+    std::map<int, int> last_source_;                       // position: the node its last message came from
+    bool interleaved_ = false;
     std::map<std::pair<int, int>, Channel> channels_;
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
     uint64_t order_ = 0;
@@ -379,59 +423,88 @@ double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const C
 
 namespace {
 
+// A vector collective's ranks pass different counts: each rank's program from its own.
+Program program_of(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank) {
+    return knows_every_ranks_counts(args) ? build_program(algo, rank_args(args, rank), knobs, rank)
+                                          : build_program(algo, args, knobs, rank);
+}
+
 // Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
 Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
-                  double *us) {
+                  SimulationScope scope, double *us) {
+    const bool every_rank =
+        scope == SimulationScope::every_rank || (scope == SimulationScope::automatic && args.nranks <= kModelMaxRanks);
+    if (every_rank && args.nranks > kModelMaxRanksEveryRank)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
+                                                   std::to_string(kModelMaxRanksEveryRank) +
+                                                   " a simulation of every rank covers");
+    const int per_node = args.nodes && args.nodes->nranks() == args.nranks ? args.nodes->max_ranks_per_node() : 1;
+    const int simulated = every_rank ? args.nranks : per_node;
     // The larger buffer: allgather's output, every other collective's input.
     const double elements = args.collective == Collective::allgather ? static_cast<double>(args.count) * args.nranks
                                                                      : static_cast<double>(args.input_count());
     const double bytes = elements * static_cast<double>(args.elem_size);
     const double segments = knobs.segment_bytes ? std::ceil(bytes / static_cast<double>(knobs.segment_bytes)) : 1;
-    if (segments * args.nranks > kModelMaxSegmentSteps)
+    if (segments * simulated > kModelMaxSegmentSteps)
         return fail(LOOM_ERR_INVALID_ARGUMENT,
                     "cost model: " + args.describe() + " in segments of " + std::to_string(knobs.segment_bytes) +
-                        " bytes is more segments times ranks than the " +
+                        " bytes is more segments times simulated ranks than the " +
                         std::to_string(static_cast<long>(kModelMaxSegmentSteps)) + " the simulation covers");
     std::vector<std::unique_ptr<Program>> programs;
-    programs.reserve(static_cast<size_t>(args.nranks));
-    // A vector collective's ranks pass different counts: each rank's program from its own.
-    const bool per_rank = knows_every_ranks_counts(args);
-    for (int r = 0; r < args.nranks; ++r)
-        programs.push_back(std::make_unique<Program>(per_rank ? build_program(algo, rank_args(args, r), knobs, r)
-                                                              : build_program(algo, args, knobs, r)));
-    Simulation sim(programs, args, model);
-    return sim.run(us);
+    if (every_rank) {
+        programs.reserve(static_cast<size_t>(args.nranks));
+        for (int r = 0; r < args.nranks; ++r)
+            programs.push_back(std::make_unique<Program>(program_of(algo, args, knobs, r)));
+        Simulation sim(programs, args, model);
+        return sim.run(us);
+    }
+    const bool several_nodes = args.nodes && args.nodes->nranks() == args.nranks && args.nodes->nodes() > 1;
+    if (several_nodes)
+        for (int rank : args.nodes->members[0])
+            programs.push_back(std::make_unique<Program>(program_of(algo, args, knobs, rank)));
+    NodeSymmetry sym;
+    std::string why;
+    const std::string above = scope == SimulationScope::automatic
+                                  ? std::to_string(args.nranks) + " ranks is above the " +
+                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers, and "
+                                  : "";
+    if (!find_node_symmetry(algo, args, knobs, programs, &sym, &why))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + above + "one node cannot stand for all: " + why);
+    Simulation sim(programs, args, model, &sym);
+    const Status st = sim.run(us);
+    if (st != LOOM_SUCCESS && !above.empty())
+        return fail(st, "cost model: " + above + std::string(last_error_message()).substr(strlen("cost model: ")));
+    return st;
 }
 
 Status price_shared_slots(const AlgorithmInfo &, const CollArgs &args, const PlanKnobs &, const CostModel &model,
-                          double *us) {
+                          SimulationScope, double *us) {
     *us = shared_slots_time(args, model);
     return LOOM_SUCCESS;
 }
 
 // The leaders' plan, simulated, and the node's phases around it.
 Status price_node_slots(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
-                        double *us) {
-    LOOM_RETURN_IF_ERROR(price_plan(algo, args, knobs, model, us));
+                        SimulationScope scope, double *us) {
+    LOOM_RETURN_IF_ERROR(price_plan(algo, args, knobs, model, scope, us));
     *us += node_slots_phases_time(args, model);
     return LOOM_SUCCESS;
 }
 
-Status price_cuda_ipc(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &, double *) {
+Status price_cuda_ipc(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &, SimulationScope,
+                      double *) {
     return fail(LOOM_ERR_INVALID_ARGUMENT, "the cost model has no prices for device memory yet");
 }
 
-using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &, double *);
+using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const PlanKnobs &, const CostModel &,
+                             SimulationScope, double *);
 constexpr PathPrice kPathPrices[kCallPathCount] = {price_plan, price_shared_slots, price_node_slots, price_cuda_ipc};
 
 }  // namespace
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
-                    double *us) {
-    if (args.nranks > kModelMaxRanks)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
-                                                   std::to_string(kModelMaxRanks) + " the simulation covers");
-    return kPathPrices[static_cast<int>(algo.path)](algo, args, knobs, model, us);
+                    SimulationScope scope, double *us) {
+    return kPathPrices[static_cast<int>(algo.path)](algo, args, knobs, model, scope, us);
 }
 
 }  // namespace loom

@@ -51,22 +51,35 @@ struct CostModel {
     std::string describe() const;  // the same form parse() reads
 };
 
-// A rank count above which predict_time() declines (the simulation builds
-// every rank's program): selection then keeps to its rules.
+// Up to this many ranks predict_time() simulates every rank's program;
+// above, node 0's ranks stand for every node where the plans are symmetric
+// (node_symmetry.hpp), and predict_time() declines where they are not:
+// selection then keeps to its rules.
 constexpr int kModelMaxRanks = 256;
+// The most ranks a simulation of every rank is asked to cover (tests and
+// `loom-plan --check` compare the two ways up to it).
+constexpr int kModelMaxRanksEveryRank = 4096;
 // Segmented plans have steps for every segment of every rank: above this
-// many segments (of the larger buffer) times ranks, predict_time() declines
+// many segments (of the larger buffer) times simulated ranks, predict_time() declines
 // too (in 256 KiB segments: above 512 MiB on 8 ranks, 16 MiB on 256), where
 // building and playing the plans takes too long (docs/design.md, "Selection
 // and the cost model").
 constexpr double kModelMaxSegmentSteps = 1 << 14;
 
+// How a plan is simulated: `automatic` as kModelMaxRanks says; the tests and
+// loom-plan's check ask for one way.
+enum class SimulationScope { automatic, every_rank, node_symmetry };
+
 // Predicted microseconds for `algo` on `args` (which must be applicable).
 // Ranks share a node per args.nodes (none: one node). Errors when the
-// programs do not complete against each other (a plan bug) or the
-// communicator is larger than kModelMaxRanks.
+// programs do not complete against each other (a plan bug), or the
+// communicator is too large for the scope.
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
-                    double *us);
+                    SimulationScope scope, double *us);
+inline Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs,
+                           const CostModel &model, double *us) {
+    return predict_time(algo, args, knobs, model, SimulationScope::automatic, us);
+}
 // The same with the default knobs.
 inline Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const CostModel &model, double *us) {
     return predict_time(algo, args, PlanKnobs(), model, us);

@@ -3,6 +3,9 @@
 // parameter string, and the error for plans whose messages do not match.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "call_args.hpp"
 
 #include "node_map.hpp"
@@ -206,6 +209,76 @@ TEST(CostModel, PricesTheStagingPipelineAndPicksItsChunk) {
     // The parameter wins.
     ASSERT_EQ(comm.config().set("cuda_staging_chunk_bytes", "1MiB"), LOOM_SUCCESS);
     EXPECT_EQ(model_chunk_bytes(comm, a, LOOM_FLOAT), mib);
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+std::string names_of(const std::map<std::string, int> &found) {
+    std::string s;
+    for (const auto &[name, times] : found) s += (s.empty() ? "" : " ") + name + " x" + std::to_string(times);
+    return s;
+}
+
+// The simulation of node 0's ranks standing for every node against the
+// simulation of every rank, on random shapes of nodes of one size: within
+// 2 % wherever the plans are symmetric, and symmetric for the algorithms
+// that scale (the ring, the node-aware ones).
+TEST(CostModel, OneNodeStandsForAllWithin2PercentOfEveryRank) {
+    std::mt19937 rng(20261207);
+    const CostModel model;
+    int compared = 0, declined = 0;
+    std::map<std::string, int> symmetric;
+    for (int shape = 0; shape < 24; ++shape) {
+        const int nodes = std::uniform_int_distribution<int>(2, 12)(rng);
+        const int per_node = std::uniform_int_distribution<int>(1, 6)(rng);
+        const int p = nodes * per_node;
+        std::vector<int> labels;
+        for (int r = 0; r < p; ++r) labels.push_back(r / per_node);
+        const NodeMap map = NodeMap::from_labels(labels, std::uniform_int_distribution<int>(1, 3)(rng));
+        const Collective c = static_cast<Collective>(std::uniform_int_distribution<int>(0, kCollectiveCount - 1)(rng));
+        const size_t block = std::vector<size_t>{1, 13, 1000, 65536}[std::uniform_int_distribution<int>(0, 3)(rng)];
+        CollArgs a = args(c, p, c == Collective::allreduce ? block * p : block);
+        a.nodes = &map;
+        for (const AlgorithmInfo *algo : plan_algorithms(static_cast<int>(c))) {
+            if (!why_not_applicable(*algo, a).empty()) continue;
+            double every = -1, one_node = -1;
+            ASSERT_EQ(predict_time(*algo, a, PlanKnobs(), model, SimulationScope::every_rank, &every), LOOM_SUCCESS)
+                << algo->name << " " << a.describe() << ": " << last_error_message();
+            if (predict_time(*algo, a, PlanKnobs(), model, SimulationScope::node_symmetry, &one_node) != LOOM_SUCCESS) {
+                EXPECT_NE(std::string(last_error_message()).find("one node cannot stand for all"), std::string::npos)
+                    << last_error_message();
+                ++declined;
+                continue;
+            }
+            EXPECT_NEAR(one_node, every, 0.02 * every)
+                << algo->name << " on " << a.describe() << " (" << map.describe() << ", " << map.rails << " rails)";
+            ++compared;
+            ++symmetric[std::string(collective_name(c)) + "/" + algo->name];
+        }
+    }
+    EXPECT_GE(compared, 30) << declined << " declined";
+    for (const char *name : {"allreduce/ring", "allreduce/hier_split", "reduce_scatter/ring", "alltoallv/pairwise"})
+        EXPECT_GT(symmetric[name], 0) << name << " was never found symmetric (found: " << names_of(symmetric) << ")";
+}
+
+TEST(CostModel, SaysWhyOneNodeCannotStandForAll) {
+    const NodeMap uneven = NodeMap::from_labels({0, 0, 0, 1, 1, 2, 2, 3, 3});
+    CollArgs a = args(Collective::allreduce, 9, 900);
+    a.nodes = &uneven;
+    double us = 0;
+    EXPECT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), a, PlanKnobs(), CostModel(),
+                           SimulationScope::node_symmetry, &us),
+              LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("nodes of unequal size"), std::string::npos)
+        << last_error_message();
+    a.nodes = nullptr;
+    EXPECT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), a, PlanKnobs(), CostModel(),
+                           SimulationScope::node_symmetry, &us),
+              LOOM_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ TEST(FuzzRegressions, ExplainingAHugeMessageDeclinesToSimulateIt) {
     ASSERT_NE(e.selection.algorithm, nullptr);
     size_t declined = 0;
     for (const Prediction &p : e.candidates)
-        declined += p.not_applicable.find("more segments times ranks than the 16384 the simulation covers") !=
+        declined += p.not_applicable.find("more segments times simulated ranks than the 16384 the simulation covers") !=
                     std::string::npos;
     EXPECT_GT(declined, 0u) << format_explanation(spec.args, e);
 }

@@ -1,0 +1,93 @@
+#include "select/node_symmetry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace loom {
+namespace {
+
+bool close_counts(size_t x, size_t y) {
+    const size_t larger = std::max(x, y), gap = larger - std::min(x, y);
+    return gap <= std::max<size_t>(1, larger / 100);
+}
+
+// Whether `moved` is `origin` with every peer moved by `by`.
+bool maps_onto(const Program &origin, const Program &moved, const NodeSymmetry &sym, int by) {
+    if (origin.steps.size() != moved.steps.size() || origin.deps != moved.deps) return false;
+    for (size_t i = 0; i < origin.steps.size(); ++i) {
+        const Step &a = origin.steps[i], &b = moved.steps[i];
+        if (a.kind != b.kind || a.lane != b.lane || a.first_dep != b.first_dep || a.dep_count != b.dep_count)
+            return false;
+        switch (a.kind) {
+            case StepKind::send:
+                if (sym.moved_rank(a.peer, by) != b.peer || !close_counts(a.src.count, b.src.count)) return false;
+                break;
+            case StepKind::recv:
+                if (sym.moved_rank(a.peer, by) != b.peer || !close_counts(a.dst.count, b.dst.count)) return false;
+                break;
+            case StepKind::copy:
+            case StepKind::reduce:
+                if (!close_counts(a.dst.count, b.dst.count)) return false;
+                break;
+            case StepKind::join: break;
+        }
+    }
+    return true;
+}
+
+// A few group elements spread over the nodes, and local ranks: enough to
+// catch a plan that treats some node or local rank apart (a root, a leader
+// node, a last node that is short, a node's first or last rank). Building
+// the programs is most of a prediction's time at scale, so only these.
+std::vector<int> spread_over(int n, std::initializer_list<int> picks) {
+    std::vector<int> out;
+    for (int m : picks)
+        if (m >= 0 && m < n && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    return out;
+}
+
+}  // namespace
+
+bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs,
+                        const std::vector<std::unique_ptr<Program>> &origin, NodeSymmetry *out, std::string *why) {
+    const NodeMap *nodes = args.nodes;
+    if (!nodes || nodes->nranks() != args.nranks || nodes->nodes() < 2) {
+        *why = "one node";
+        return false;
+    }
+    if (!nodes->uniform()) {
+        *why = "nodes of unequal size";
+        return false;
+    }
+    const int n = nodes->nodes();
+    const bool power_of_two = (n & (n - 1)) == 0;
+    for (NodeSymmetry::Kind kind : {NodeSymmetry::Kind::translation, NodeSymmetry::Kind::exclusive_or}) {
+        if (kind == NodeSymmetry::Kind::exclusive_or && !power_of_two) continue;
+        NodeSymmetry sym;
+        sym.kind = kind;
+        sym.nodes = nodes;
+        bool holds = true;
+        const int k = static_cast<int>(origin.size());
+        for (int by : spread_over(n, {1, n - 1, n / 2, n / 3})) {
+            if (by == 0) continue;
+            for (int local : spread_over(k, {0, k - 1, k / 2})) {
+                const int rank = sym.moved_rank(nodes->members[0][local], by);
+                const Program moved = knows_every_ranks_counts(args)
+                                          ? build_program(algo, rank_args(args, rank), knobs, rank)
+                                          : build_program(algo, args, knobs, rank);
+                holds = maps_onto(*origin[local], moved, sym, by);
+                if (!holds) break;
+            }
+            if (!holds) break;
+        }
+        if (holds) {
+            *out = sym;
+            return true;
+        }
+    }
+    *why = std::string("the plans of ") + algo.name + " differ from node to node beyond a translation" +
+           (power_of_two ? " or an exclusive or" : "") + " of the nodes";
+    return false;
+}
+
+}  // namespace loom
