@@ -432,12 +432,6 @@ double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const C
 
 namespace {
 
-// A vector collective's ranks pass different counts: each rank's program from its own.
-Program program_of(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank) {
-    return knows_every_ranks_counts(args) ? build_program(algo, rank_args(args, rank), knobs, rank)
-                                          : build_program(algo, args, knobs, rank);
-}
-
 // Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
 Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
                   SimulationScope scope, double *us) {
@@ -467,18 +461,29 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
         Simulation sim(programs, args, model);
         return sim.run(us);
     }
-    const bool several_nodes = args.nodes && args.nodes->nranks() == args.nranks && args.nodes->nodes() > 1;
-    if (several_nodes)
-        for (int rank : args.nodes->members[0])
-            programs.push_back(std::make_unique<Program>(program_of(algo, args, knobs, rank)));
-    NodeSymmetry sym;
-    std::string why;
     const std::string above = scope == SimulationScope::automatic
                                   ? std::to_string(args.nranks) + " ranks is above the " +
                                         std::to_string(kModelMaxRanks) + " a simulation of every rank covers, and "
                                   : "";
-    if (!find_node_symmetry(algo, args, knobs, programs, &sym, &why))
+    const bool several_nodes = args.nodes && args.nodes->nranks() == args.nranks && args.nodes->nodes() > 1;
+    NodeSymmetry sym;
+    std::string why = "one node";
+    // Node 0's first and last rank first: the check needs only them.
+    const std::vector<int> &origin = several_nodes ? args.nodes->members[0] : std::vector<int>{};
+    if (several_nodes) {
+        programs = programs_of(algo, args, knobs, {origin.front(), origin.back()});
+        if (origin.size() == 1) programs.pop_back();
+    }
+    if (!several_nodes || !find_node_symmetry(algo, args, knobs, *programs.front(), *programs.back(), &sym, &why))
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + above + "one node cannot stand for all: " + why);
+    if (origin.size() > 2) {
+        std::vector<std::unique_ptr<Program>> middle =
+            programs_of(algo, args, knobs, std::vector<int>(origin.begin() + 1, origin.end() - 1));
+        std::unique_ptr<Program> last = std::move(programs.back());
+        programs.pop_back();
+        for (std::unique_ptr<Program> &p : middle) programs.push_back(std::move(p));
+        programs.push_back(std::move(last));
+    }
     Simulation sim(programs, args, model, &sym);
     const Status st = sim.run(us);
     if (st != LOOM_SUCCESS && !above.empty())

@@ -1,7 +1,9 @@
 #include "select/node_symmetry.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 namespace loom {
 namespace {
@@ -43,10 +45,11 @@ bool maps_onto(const Program &origin, const Program &moved, const NodeSymmetry &
     return close_counts(local_a, local_b);
 }
 
-// A few group elements spread over the nodes, and local ranks: enough to
-// catch a plan that treats some node or local rank apart (a root, a leader
-// node, a last node that is short, a node's first or last rank). Building
-// the programs is most of a prediction's time at scale, so only these.
+// A few group elements spread over the nodes, with node 0's first and last
+// rank: enough to catch a plan that treats some node or local rank apart (a
+// root, a leader node, a last node that is short, a node's first or last
+// rank). Building the programs is most of a prediction's time at scale, so
+// only these.
 std::vector<int> spread_over(int n, std::initializer_list<int> picks) {
     std::vector<int> out;
     for (int m : picks)
@@ -56,8 +59,34 @@ std::vector<int> spread_over(int n, std::initializer_list<int> picks) {
 
 }  // namespace
 
-bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs,
-                        const std::vector<std::unique_ptr<Program>> &origin, NodeSymmetry *out, std::string *why) {
+namespace {
+std::atomic<unsigned> build_threads{1};
+}  // namespace
+
+void set_program_build_threads(unsigned threads) { build_threads = std::max(1u, threads); }
+
+Program program_of(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank) {
+    return knows_every_ranks_counts(args) ? build_program(algo, rank_args(args, rank), knobs, rank)
+                                          : build_program(algo, args, knobs, rank);
+}
+
+std::vector<std::unique_ptr<Program>> programs_of(const AlgorithmInfo &algo, const CollArgs &args,
+                                                  const PlanKnobs &knobs, const std::vector<int> &ranks) {
+    std::vector<std::unique_ptr<Program>> out(ranks.size());
+    const auto build_every = [&](size_t first, size_t step) {
+        for (size_t i = first; i < ranks.size(); i += step)
+            out[i] = std::make_unique<Program>(program_of(algo, args, knobs, ranks[i]));
+    };
+    const size_t threads = std::min<size_t>(ranks.size(), build_threads.load(std::memory_order_relaxed));
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(build_every, t, threads);
+    build_every(0, threads);
+    for (std::thread &h : helpers) h.join();
+    return out;
+}
+
+bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const Program &first,
+                        const Program &last, NodeSymmetry *out, std::string *why) {
     const NodeMap *nodes = args.nodes;
     if (!nodes || nodes->nranks() != args.nranks || nodes->nodes() < 2) {
         *why = "one node";
@@ -75,17 +104,13 @@ bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const P
         sym.kind = kind;
         sym.nodes = nodes;
         bool holds = true;
-        const int k = static_cast<int>(origin.size());
+        const std::vector<int> &origin = nodes->members[0];
+        const bool one_per_node = origin.size() == 1;
         for (int by : spread_over(n, {1, n - 1, n / 2})) {
-            if (by == 0) continue;
-            for (int local : spread_over(k, {0, k - 1})) {
-                const int rank = sym.moved_rank(nodes->members[0][local], by);
-                const Program moved = knows_every_ranks_counts(args)
-                                          ? build_program(algo, rank_args(args, rank), knobs, rank)
-                                          : build_program(algo, args, knobs, rank);
-                holds = maps_onto(*origin[local], moved, sym, by);
-                if (!holds) break;
-            }
+            std::vector<int> ranks = {sym.moved_rank(origin.front(), by)};
+            if (!one_per_node) ranks.push_back(sym.moved_rank(origin.back(), by));
+            const std::vector<std::unique_ptr<Program>> moved = programs_of(algo, args, knobs, ranks);
+            holds = maps_onto(first, *moved[0], sym, by) && (one_per_node || maps_onto(last, *moved[1], sym, by));
             if (!holds) break;
         }
         if (holds) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <mpi.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "loom_config.h"
 #include "machine.hpp"
 #include "select/call_spec.hpp"
+#include "select/node_symmetry.hpp"
 #include "select/selector.hpp"
 
 using namespace loom;
@@ -165,6 +167,7 @@ int print_topology(int argc, char **argv) {
 
 // The same selection and explanation a communicator logs at verbose 1.
 int explain(const char *text) {
+    set_program_build_threads(std::thread::hardware_concurrency());
     Config config;
     CallSpec spec;
     if (config.load_environment() != LOOM_SUCCESS || parse_call_spec(text, config, &spec) != LOOM_SUCCESS) {

@@ -1,0 +1,85 @@
+#!/bin/sh
+# loom-plan: its table, CSV and JSON; a 16384-rank machine answered through
+# one node standing for all; --check's agreement with the simulation of
+# every rank; a JSON machine file, and bad ones refused naming the field.
+set -u
+b=${top_builddir:-.}
+plan="$b/src/loom-plan"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+pass() { echo "PASS: $1"; }
+bad() {
+    echo "FAIL: $1"
+    failed=1
+}
+
+"$plan" "nodes=4 ppn=2 rails=2" -m 64KiB:1MiB >"$tmp/table" 2>&1 || bad "table exits $?"
+for c in allreduce reduce_scatter allgather alltoall; do
+    [ "$(grep -c "^$c " "$tmp/table")" = 5 ] || bad "table: five sizes of $c"
+done
+grep -q "^allreduce  *1MiB hier_split " "$tmp/table" && pass "table" || bad "table: $(cat "$tmp/table")"
+
+"$plan" "nodes=4 ppn=2 rails=2" -c allreduce,alltoall -m 64KiB:128KiB -f csv >"$tmp/csv" || bad "csv exits $?"
+head -1 "$tmp/csv" | grep -q "^collective,bytes,ranks,algorithm,chosen,predicted_us" || bad "csv header"
+[ "$(grep -c ',1,[0-9]' "$tmp/csv")" = 4 ] && pass "csv: one chosen row per call" || bad "csv: $(cat "$tmp/csv")"
+
+"$plan" "nodes=4 ppn=2 rails=2" -c reduce_scatter -m 1MiB:1MiB -f json >"$tmp/json" || bad "json exits $?"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["calls"][0]
+assert c["collective"] == "reduce_scatter" and c["bytes"] == 1048576 and c["ranks"] == 8, c
+chosen = [x for x in c["candidates"] if x["algorithm"] == c["chosen"]][0]
+assert chosen["predicted_us"] > 0 and 0 < chosen["bound_pct"] <= 100, chosen
+' "$tmp/json" && pass "json" || bad "json: $(cat "$tmp/json")"
+else
+    grep -q '"chosen": "' "$tmp/json" && pass "json (python3 missing: not parsed)" || bad "json"
+fi
+
+# 16384 ranks: beyond the simulation of every rank, one node stands for all.
+"$plan" "nodes=2048 ppn=8 rails=8" -c allreduce -m 16MiB:16MiB >"$tmp/big" 2>&1 || bad "16384 ranks exits $?"
+grep -Eq "^allreduce  *16MiB [a-z_]+ +[0-9]+\.[0-9] " "$tmp/big" && pass "16384 ranks predicted" ||
+    bad "16384 ranks: $(cat "$tmp/big")"
+
+"$plan" "nodes=16 ppn=4 rails=2" -c allreduce,reduce_scatter,alltoall -m 64KiB:64KiB --check >"$tmp/check" 2>&1 ||
+    bad "check exits $?"
+worst=$(sed -n 's/^check: the largest difference where both answer: \([0-9.]*\)%$/\1/p' "$tmp/check")
+compared=$(grep -c "^check .*every rank .* us (" "$tmp/check")
+if [ -n "$worst" ] && [ "$compared" -ge 5 ] && awk "BEGIN { exit !($worst <= 2) }"; then
+    pass "check: $compared algorithms, the largest difference $worst %"
+else
+    bad "check: $(cat "$tmp/check")"
+fi
+
+printf '{"ranks_per_node": [3, 2, 2], "rails": 2, "cost_model": "net=5us:25MB/s"}\n' >"$tmp/uneven.json"
+"$plan" "@$tmp/uneven.json" -c allreduce -m 64KiB:64KiB >"$tmp/uneven" 2>&1 || bad "uneven nodes exit $?"
+grep -Eq "^allreduce  *64KiB [a-z_]+ +[0-9]+\.[0-9] " "$tmp/uneven" && pass "uneven nodes from JSON" ||
+    bad "uneven nodes: $(cat "$tmp/uneven")"
+
+printf '{"nodes": 4, "ppn": 2, "rial": 2}\n' >"$tmp/typo.json"
+"$plan" "@$tmp/typo.json" >"$tmp/typo" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '"rial" is not a field' "$tmp/typo" && pass "unknown field named" || bad "typo: rc $rc $(cat "$tmp/typo")"
+printf '{"nodes": 0, "ppn": 2}\n' >"$tmp/zero.json"
+"$plan" "@$tmp/zero.json" >"$tmp/zero" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '"nodes" must be an integer from 1' "$tmp/zero" && pass "bad value named" ||
+    bad "zero nodes: rc $rc $(cat "$tmp/zero")"
+printf '{"nodes": 4, "ppn": 2, "cost_model": "net=fast"}\n' >"$tmp/model.json"
+"$plan" "@$tmp/model.json" >"$tmp/model" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '"cost_model" is not a cost model' "$tmp/model" && pass "bad cost model named" ||
+    bad "bad cost model: rc $rc $(cat "$tmp/model")"
+"$plan" "nodes=4 ppn=2" -m 1MiB >"$tmp/range" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is not MIN:MAX" "$tmp/range" && pass "bad size range named" || bad "range: rc $rc"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    "$plan" "nodes=4 ppn=2 rails=2" -c allreduce,alltoall -m 64KiB:1MiB --png "$tmp/plan.png" >/dev/null 2>&1 &&
+        [ -s "$tmp/plan.png" ] && pass "png" || bad "png"
+else
+    echo "SKIP: png (gnuplot is not installed)"
+fi
+exit $failed
