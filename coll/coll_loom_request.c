@@ -44,11 +44,16 @@ static int loom_progress(void) {
     for (size_t i = 0; i < active_count;) {
         mca_coll_loom_request_t *r = active[i];
         int done = 0;
-        int rc = loom_test(&r->running, &done);
+        const char *algorithm = NULL;
+        int rc = loom_test_algorithm(&r->running, &done, &algorithm);
         if (!done && rc == LOOM_SUCCESS) {
             ++i;
             continue;
         }
+        /* Counted once done: an alltoallv that learns the counts first
+         * chooses its algorithm after its start. */
+        if (rc == LOOM_SUCCESS && algorithm && mca_coll_loom_component.stats)
+            mca_coll_loom_count_algorithm(r->collective, algorithm);
         if (rc != LOOM_SUCCESS) {
             fprintf(stderr, "coll/loom: nonblocking collective failed: %s\n", loom_last_error());
             if (r->running && !r->persistent) { /* an error leaves the request to be freed by us */
@@ -135,12 +140,9 @@ static int start_one(mca_coll_loom_request_t *r) {
         r->running = NULL;
         return rc;
     }
-    const char *algorithm = NULL;
-    if (mca_coll_loom_component.stats)
-        loom_comm_last_algorithm(lc, mca_coll_loom_collective_name(r->collective), &algorithm);
     size_t elem = 0;
     loom_datatype_size(r->type, &elem);
-    mca_coll_loom_count_call(r->collective, (size_t)r->count * elem, algorithm);
+    mca_coll_loom_count_call(r->collective, (size_t)r->count * elem, NULL); /* the algorithm once done */
     r->super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.req_complete = REQUEST_PENDING;
     r->super.req_status.MPI_ERROR = MPI_SUCCESS;

@@ -444,6 +444,10 @@ int loom_start(loom_request_t req);
  * active request waits for it first (Loom never leaves user buffers half
  * written). */
 int loom_test(loom_request_t *req, int *done);
+/* As loom_test; once done, *algorithm names the algorithm the call ran (a
+ * static string), which a nonblocking alltoallv that learns the other
+ * ranks' counts first chooses only after its start. */
+int loom_test_algorithm(loom_request_t *req, int *done, const char **algorithm);
 int loom_wait(loom_request_t *req);
 int loom_request_free(loom_request_t *req);
 

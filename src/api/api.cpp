@@ -1199,12 +1199,15 @@ int loom_start(loom_request_t req) {
 }
 
 // A finished request is freed, unless it is persistent: that one stays, inactive, for the next start.
-int loom_test(loom_request_t *req, int *done) {
+int loom_test(loom_request_t *req, int *done) { return loom_test_algorithm(req, done, nullptr); }
+
+int loom_test_algorithm(loom_request_t *req, int *done, const char **algorithm) {
     if (!req || !*req || !done) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_test: request or done is NULL");
     bool finished = false;
     Status st = (*req)->impl->test(&finished);
     if (finished) st = copied_out(**req, st);
     *done = finished ? 1 : 0;
+    if (finished && algorithm) *algorithm = (*req)->impl->algorithm();
     if (finished && !(*req)->impl->persistent()) {
         delete *req;
         *req = nullptr;

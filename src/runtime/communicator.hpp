@@ -77,6 +77,9 @@ class Request {
     // whether the thread finished the request).
     bool running();
     Status start();
+    // The algorithm of its call; read once the call is done (the progress
+    // thread may still be choosing it before).
+    const char *algorithm() const { return algorithm_; }
 
   private:
     friend class Communicator;
