@@ -13,6 +13,7 @@
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "select/node_symmetry.hpp"
+#include "select/program_builds.hpp"
 
 namespace loom {
 namespace {
@@ -184,17 +185,21 @@ class Simulation {
             return fail(LOOM_ERR_INVALID_ARGUMENT,
                         "cost model: one node cannot stand for all: messages to or from several nodes queue at once "
                         "(on a rail or a core), and the order they take on the other nodes is not node 0's");
+        // With symmetry, a rank the check did not sample may differ from
+        // node 0's image of it: its messages then do not match.
+        const Status unmatched = sym_ ? LOOM_ERR_INVALID_ARGUMENT : LOOM_ERR_INTERNAL;
+        const std::string beyond = sym_ ? " (one node cannot stand for all: the plans differ from node to node)" : "";
         for (int r = 0; r < p_; ++r)
             if (left_[r] != 0)
-                return fail(LOOM_ERR_INTERNAL, "cost model: rank " + std::to_string(rank_at(r)) + " of " +
-                                                   args_.describe() + " never finishes (" + std::to_string(left_[r]) +
-                                                   " steps left): its sends and receives do not match");
+                return fail(unmatched, "cost model: rank " + std::to_string(rank_at(r)) + " of " + args_.describe() +
+                                           " never finishes (" + std::to_string(left_[r]) +
+                                           " steps left): its sends and receives do not match" + beyond);
         for (const auto &[pair, ch] : channels_)
             if (!ch.arrivals.empty() || !ch.recvs.empty())
-                return fail(LOOM_ERR_INTERNAL, "cost model: " + std::to_string(ch.arrivals.size() + ch.recvs.size()) +
-                                                   " message(s) from rank " + std::to_string(pair.first) + " to rank " +
-                                                   std::to_string(pair.second) + " of " + args_.describe() +
-                                                   " never find their other side");
+                return fail(unmatched, "cost model: " + std::to_string(ch.arrivals.size() + ch.recvs.size()) +
+                                           " message(s) from rank " + std::to_string(pair.first) + " to rank " +
+                                           std::to_string(pair.second) + " of " + args_.describe() +
+                                           " never find their other side" + beyond);
         *us = p_ ? *std::max_element(finish_.begin(), finish_.end()) : 0;
         return LOOM_SUCCESS;
     }
@@ -222,15 +227,17 @@ class Simulation {
     // node: where one rank has messages to several nodes queued at once,
     // the simulation of every rank interleaves them with the other nodes'
     // on each way in, in an order that is not node 0's.
-    void note_queueing(int position, int rail, int to_node, double handed, double end) {
-        const auto [last, first] = last_send_.try_emplace({position, rail}, Message{to_node, end});
-        if (!first && last->second.end > handed && last->second.node != to_node) interleaved_ = true;
-        last->second = Message{to_node, end};
-    }
-    void note_taking_in(int position, int from_node, double ready, double end) {
-        const auto [last, first] = last_take_in_.try_emplace(position, Message{from_node, end});
-        if (!first && last->second.end > ready && last->second.node != from_node) interleaved_ = true;
-        last->second = Message{from_node, end};
+    struct Message {
+        int node;  // where it went, or came from
+        double end;
+    };
+    // A message to or from `node`, ready at `ready`, done at `end`, on the
+    // rail or core whose last message `last` holds.
+    template <class Key>
+    void note_queue(std::map<Key, Message> &last, const Key &key, int node, double ready, double end) {
+        const auto [it, first] = last.try_emplace(key, Message{node, end});
+        if (!first && it->second.end > ready && it->second.node != node) interleaved_ = true;
+        it->second = Message{node, end};
     }
 
     void push(double t, int r, StepId s, Phase phase, double overhead_us = 0) {
@@ -247,7 +254,7 @@ class Simulation {
 
     void take_in(const Event &e) {
         const double end = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
-        if (sym_) note_taking_in(e.rank, node(programs_[e.rank]->steps[e.step].peer), e.time, end);
+        if (sym_) note_queue(last_take_in_, e.rank, node(programs_[e.rank]->steps[e.step].peer), e.time, end);
         cpu_free_[e.rank] = end;
         push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
     }
@@ -315,7 +322,7 @@ class Simulation {
                     double &out = link_free_[{-1 - node(me), 2 * rail}];
                     double &in = link_free_[{-1 - (sym_ ? 0 : node(s.peer)), 2 * rail + 1}];
                     const double begin = std::max({handed, out, in});
-                    if (sym_) note_queueing(e.rank, rail, node(s.peer), handed, begin + wire);
+                    if (sym_) note_queue(last_send_, {e.rank, rail}, node(s.peer), handed, begin + wire);
                     out = in = begin + wire;
                     arrival = begin + wire + l.alpha_us;
                 } else {
@@ -370,10 +377,6 @@ class Simulation {
     std::vector<double> finish_, cpu_free_;
     std::vector<size_t> left_;
     std::map<std::pair<int, int>, double> link_free_;
-    struct Message {
-        int node;  // where it went, or came from
-        double end;
-    };
     std::map<std::pair<int, int>, Message> last_send_;  // per (position, rail): the last message sent on it
     std::map<int, Message> last_take_in_;               // per position: its core's last message taken in
     bool interleaved_ = false;
@@ -455,9 +458,9 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
                         std::to_string(static_cast<long>(kModelMaxSegmentSteps)) + " the simulation covers");
     std::vector<std::unique_ptr<Program>> programs;
     if (every_rank) {
-        programs.reserve(static_cast<size_t>(args.nranks));
-        for (int r = 0; r < args.nranks; ++r)
-            programs.push_back(std::make_unique<Program>(program_of(algo, args, knobs, r)));
+        std::vector<int> ranks(static_cast<size_t>(args.nranks));
+        for (int r = 0; r < args.nranks; ++r) ranks[static_cast<size_t>(r)] = r;
+        programs = programs_of(algo, args, knobs, ranks);
         Simulation sim(programs, args, model);
         return sim.run(us);
     }

@@ -1,9 +1,6 @@
 #include "select/node_symmetry.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <thread>
 
 namespace loom {
 namespace {
@@ -58,32 +55,6 @@ std::vector<int> spread_over(int n, std::initializer_list<int> picks) {
 }
 
 }  // namespace
-
-namespace {
-std::atomic<unsigned> build_threads{1};
-}  // namespace
-
-void set_program_build_threads(unsigned threads) { build_threads = std::max(1u, threads); }
-
-Program program_of(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank) {
-    return knows_every_ranks_counts(args) ? build_program(algo, rank_args(args, rank), knobs, rank)
-                                          : build_program(algo, args, knobs, rank);
-}
-
-std::vector<std::unique_ptr<Program>> programs_of(const AlgorithmInfo &algo, const CollArgs &args,
-                                                  const PlanKnobs &knobs, const std::vector<int> &ranks) {
-    std::vector<std::unique_ptr<Program>> out(ranks.size());
-    const auto build_every = [&](size_t first, size_t step) {
-        for (size_t i = first; i < ranks.size(); i += step)
-            out[i] = std::make_unique<Program>(program_of(algo, args, knobs, ranks[i]));
-    };
-    const size_t threads = std::min<size_t>(ranks.size(), build_threads.load(std::memory_order_relaxed));
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(build_every, t, threads);
-    build_every(0, threads);
-    for (std::thread &h : helpers) h.join();
-    return out;
-}
 
 bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const Program &first,
                         const Program &last, NodeSymmetry *out, std::string *why) {

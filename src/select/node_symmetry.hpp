@@ -13,6 +13,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "node_map.hpp"
+#include "select/program_builds.hpp"
 
 namespace loom {
 
@@ -35,24 +36,14 @@ struct NodeSymmetry {
     const char *name() const { return kind == Kind::translation ? "translation" : "xor"; }
 };
 
-// Rank `rank`'s program; a vector collective that knows every rank's counts
-// builds it from the rank's own (rank_args).
-Program program_of(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank);
-// The programs of `ranks`, on up to set_program_build_threads() threads: at
-// 16384 ranks building them is most of a prediction's time, and builders
-// share nothing.
-std::vector<std::unique_ptr<Program>> programs_of(const AlgorithmInfo &algo, const CollArgs &args,
-                                                  const PlanKnobs &knobs, const std::vector<int> &ranks);
-// 1 (the default): a communicator's selection starts no thread in the
-// user's process; the tools (loom-plan, loom-info) give it the cores.
-void set_program_build_threads(unsigned threads);
-
 // The symmetry under which `algo`'s programs for `args` map onto themselves,
 // checked by comparing the programs of node 0's first and last rank
 // (`first`, `last`) with those of their images on a sample of other nodes
 // (maps_onto in node_symmetry.cpp). False, with the reason in `why`, where
-// none holds: nodes of unequal size, a single node, skewed counts, a plan
-// that visits the nodes in one order for all.
+// none holds: nodes of unequal size, a single node, a plan that visits the
+// nodes in one order for all. Only sampled ranks are compared: a plan that
+// differs elsewhere (counts skewed toward other ranks) shows in the
+// simulation as messages that do not match, which then declines too.
 bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const Program &first,
                         const Program &last, NodeSymmetry *out, std::string *why);
 

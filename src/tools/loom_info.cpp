@@ -18,7 +18,7 @@
 #include "loom_config.h"
 #include "machine.hpp"
 #include "select/call_spec.hpp"
-#include "select/node_symmetry.hpp"
+#include "select/program_builds.hpp"
 #include "select/selector.hpp"
 
 using namespace loom;

@@ -20,7 +20,7 @@
 #include "core/params.hpp"
 #include "select/call_spec.hpp"
 #include "select/cost_model.hpp"
-#include "select/node_symmetry.hpp"
+#include "select/program_builds.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"
 
@@ -40,11 +40,11 @@ void usage(FILE *out) {
         "  -r N           runners-up to list (default 2)\n"
         "  -f FORMAT      table (default), csv (a row per algorithm) or json\n"
         "  --cost-model T the model's links, as the cost_model parameter (default: the rules file's, or the\n"
-        "                 built-in defaults); a JSON machine's cost_model comes first, this after it\n"
+        "                 built-in defaults); added to a JSON machine's cost_model, its keys winning\n"
         "  --png OUT.png  predicted busbw against size, a panel per collective, a line per algorithm\n"
         "                 (needs gnuplot)\n"
-        "  --check        also simulate every rank (up to 4096 ranks) and print how far the simulation\n"
-        "                 of one node for all is from it, per algorithm, and both ways' times\n"
+        "  --check        also simulate every rank (up to 4096 ranks) and print (on stderr) how far the\n"
+        "                 simulation of one node for all is from it, per algorithm, and both ways' times\n"
         "LOOM_* variables (LOOM_RULES, LOOM_COST_MODEL, ...) apply as they do to a communicator.\n",
         out);
 }
@@ -53,6 +53,7 @@ struct Machine {
     std::string words;                // for parse_call_spec
     std::vector<int> ranks_per_node;  // unequal nodes, from a JSON file
     int rails = 1;
+    std::string cost_model;  // from a JSON file
 };
 
 Status fail_field(const std::string &file, const std::string &field, const std::string &what) {
@@ -106,13 +107,15 @@ Status read_machine_file(const std::string &file, Config &config, Machine *m) {
     }
     m->words += " rails=" + std::to_string(rails);
     if (j.contains("type")) {
-        if (!j["type"].is_string()) return fail_field(file, "type", "must be a datatype name (loom-info -d)");
+        if (!j["type"].is_string() || j["type"].get<std::string>().find_first_of(" \t\n=") != std::string::npos)
+            return fail_field(file, "type", "must be a datatype name (loom-info -d)");
         m->words += " type=" + j["type"].get<std::string>();
     }
     if (j.contains("cost_model")) {
         if (!j["cost_model"].is_string() ||
             config.set("cost_model", j["cost_model"].get<std::string>()) != LOOM_SUCCESS)
             return fail_field(file, "cost_model", std::string("is not a cost model: ") + last_error_message());
+        m->cost_model = j["cost_model"].get<std::string>();
     }
     return LOOM_SUCCESS;
 }
@@ -136,20 +139,23 @@ double bus_factor(const CollArgs &a) {
 }
 
 // The least time the bytes that must cross a node's rails take at the
-// model's network rate (the slowest node decides); 0 on one node.
+// model's network rate, the busiest node deciding; 0 on one node.
 double network_bound_us(const CollArgs &a, const CostModel &model) {
     if (!a.nodes || a.nodes->nodes() < 2) return 0;
-    const double n = a.nodes->nodes(), k = a.nodes->max_ranks_per_node(), p = a.nranks;
+    const double n = a.nodes->nodes(), p = a.nranks;
     const double s = static_cast<double>(message_bytes(a));
     double bytes = 0;  // through the busiest node's rails, one direction
-    switch (a.collective) {
-        case Collective::allreduce: bytes = 2 * (n - 1) / n * s; break;
-        case Collective::reduce_scatter:
-        case Collective::reduce_scatter_block: bytes = (n - 1) / n * s; break;
-        case Collective::allgather:
-        case Collective::allgatherv: bytes = (p - k) * s; break;
-        case Collective::alltoall:
-        case Collective::alltoallv: bytes = k * (p - k) * s; break;
+    for (int node = 0; node < a.nodes->nodes(); ++node) {
+        const double k = a.nodes->ranks_on(node);
+        switch (a.collective) {
+            case Collective::allreduce: bytes = 2 * (n - 1) / n * s; break;
+            case Collective::reduce_scatter:
+            case Collective::reduce_scatter_block: bytes = (n - 1) / n * s; break;
+            case Collective::allgather:
+            case Collective::allgatherv: bytes = std::max(bytes, (p - k) * s); break;  // the others' blocks in
+            case Collective::alltoall:
+            case Collective::alltoallv: bytes = std::max(bytes, k * (p - k) * s); break;
+        }
     }
     return bytes * model.network.us_per_byte / std::max(1, a.nodes->rails);
 }
@@ -221,11 +227,13 @@ void print_csv(const std::vector<Row> &rows) {
 void print_json(const std::vector<Row> &rows, const std::string &model) {
     json out = {{"model", model}, {"calls", json::array()}};
     for (const Row &r : rows) {
-        json call = {
-            {"collective", r.collective}, {"bytes", r.bytes},
-            {"ranks", r.nranks},          {"chosen", r.e.selection.algorithm ? r.e.selection.algorithm->name : nullptr},
-            {"why", r.e.selection.why},   {"plan_seconds", r.seconds},
-            {"candidates", json::array()}};
+        json call = {{"collective", r.collective},
+                     {"bytes", r.bytes},
+                     {"ranks", r.nranks},
+                     {"chosen", r.e.selection.algorithm ? json(r.e.selection.algorithm->name) : json(nullptr)},
+                     {"why", r.e.selection.why},
+                     {"plan_seconds", r.seconds},
+                     {"candidates", json::array()}};
         if (r.bound_us > 0) call["bound_us"] = r.bound_us;
         for (const Prediction &p : r.e.candidates) {
             json c = {{"algorithm", p.algorithm->name}};
@@ -315,12 +323,13 @@ double check_call(const CallSpec &spec, const Config &config, const std::string 
         if (st_one == LOOM_SUCCESS && st_every == LOOM_SUCCESS) {
             const double diff = 100 * (one - every) / every;
             worst = std::max(worst, std::fabs(diff));
-            std::printf("check %-28s %-22s one node %12.1f us (%.3f s)  every rank %12.1f us (%.3f s)  %+6.2f%%\n",
-                        label.c_str(), algo->name, one, s_one, every, s_every, diff);
+            std::fprintf(stderr,
+                         "check %-28s %-22s one node %12.1f us (%.3f s)  every rank %12.1f us (%.3f s)  %+6.2f%%\n",
+                         label.c_str(), algo->name, one, s_one, every, s_every, diff);
         } else {
-            std::printf("check %-28s %-22s one node %s  every rank %s\n", label.c_str(), algo->name,
-                        st_one == LOOM_SUCCESS ? std::to_string(one).c_str() : ("- (" + why_one + ")").c_str(),
-                        st_every == LOOM_SUCCESS ? std::to_string(every).c_str() : ("- (" + why_every + ")").c_str());
+            std::fprintf(stderr, "check %-28s %-22s one node %s  every rank %s\n", label.c_str(), algo->name,
+                         st_one == LOOM_SUCCESS ? std::to_string(one).c_str() : ("- (" + why_one + ")").c_str(),
+                         st_every == LOOM_SUCCESS ? std::to_string(every).c_str() : ("- (" + why_every + ")").c_str());
         }
     }
     return worst;
@@ -359,7 +368,12 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else if (a == "-r" && has_value) {
-            runners = std::atoi(argv[++i]);
+            char *end = nullptr;
+            runners = static_cast<int>(std::strtol(argv[++i], &end, 10));
+            if (*end || end == argv[i] || runners < 0 || runners > 64) {
+                std::fprintf(stderr, "loom-plan: -r %s is not a count from 0 to 64\n", argv[i]);
+                return 2;
+            }
         } else if (a == "-f" && has_value) {
             format = argv[++i];
             if (format != "table" && format != "csv" && format != "json") {
@@ -370,6 +384,10 @@ int main(int argc, char **argv) {
             cost_model = argv[++i];
         } else if (a == "--png" && has_value) {
             png = argv[++i];
+            if (png.find('\'') != std::string::npos) {  // it goes into gnuplot's script, quoted
+                std::fprintf(stderr, "loom-plan: --png %s: a path with a ' is not taken\n", png.c_str());
+                return 2;
+            }
         } else if (a == "--check") {
             check = true;
         } else if (a[0] != '-' && machine_text.empty()) {
@@ -392,7 +410,9 @@ int main(int argc, char **argv) {
         if (machine_text[0] == '@') st = read_machine_file(machine_text.substr(1), config, &machine);
         else machine.words = machine_text;
     }
-    if (st == LOOM_SUCCESS && !cost_model.empty()) st = config.set("cost_model", cost_model);
+    // CostModel::parse takes the last of a key: the command line's win.
+    if (st == LOOM_SUCCESS && !cost_model.empty())
+        st = config.set("cost_model", machine.cost_model.empty() ? cost_model : machine.cost_model + "," + cost_model);
     if (st != LOOM_SUCCESS) {
         std::fprintf(stderr, "%s\n", last_error_message());
         return 2;
@@ -401,7 +421,8 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     double worst_check = 0;
     for (const std::string &c : collectives) {
-        for (long long bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+        for (long long bytes = min_bytes; bytes <= max_bytes;
+             bytes = bytes > max_bytes / 2 ? max_bytes + 1 : 2 * bytes) {
             CallSpec spec;
             if (parse_call_spec(c + " " + std::to_string(bytes) + " " + machine.words, config, &spec) != LOOM_SUCCESS) {
                 std::fprintf(stderr, "loom-plan: %s\n", last_error_message());
@@ -431,10 +452,12 @@ int main(int argc, char **argv) {
             rows.push_back(std::move(r));
         }
     }
-    if (check) std::printf("check: the largest difference where both answer: %.2f%%\n", worst_check);
+    if (check) std::fprintf(stderr, "check: the largest difference where both answer: %.2f%%\n", worst_check);
     if (format == "csv") print_csv(rows);
     else if (format == "json") print_json(rows, model.describe());
     else print_table(rows, runners);
-    if (!png.empty()) return write_png(rows, collectives, png, "loom-plan " + machine_text);
+    std::string title = "loom-plan " + machine_text;
+    std::replace(title.begin(), title.end(), '\'', '"');
+    if (!png.empty()) return write_png(rows, collectives, png, title);
     return 0;
 }
