@@ -164,8 +164,12 @@ const int64_t *widen(const Count *from, int p, std::vector<int64_t> *to) {
 int finish(Collective c, const char *function, MPI_Comm comm, loom_comm_t lc, Form form, int rc, loom_request_t req,
            MPI_Request *handle, uint64_t bytes) {
     if (rc == LOOM_SUCCESS) {
-        count_call(c, bytes, lc);
-        return form == BLOCKING ? MPI_SUCCESS : register_request(req, form == PERSISTENT, comm, handle);
+        if (form == BLOCKING) {
+            count_call(c, bytes, lc);
+            return MPI_SUCCESS;
+        }
+        if (form == NONBLOCKING) count_call(c, bytes, nullptr);  // a persistent one at each MPI_Start
+        return register_request(req, form == PERSISTENT, comm, handle, c, bytes);
     }
     if (loom_mpi_error_class(rc)) return report_error(comm, function, rc);
     static const bool verbose = std::getenv("LOOM_MPI_VERBOSE") != nullptr;

@@ -189,11 +189,18 @@ loom_comm_t loom_comm_of(MPI_Comm comm) {
 void count_call(Collective c, uint64_t bytes, loom_comm_t comm) {
     if (!stats_wanted()) return;
     const char *algorithm = nullptr;
-    loom_comm_last_algorithm(comm, names[c], &algorithm);
+    if (comm) loom_comm_last_algorithm(comm, names[c], &algorithm);
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        stats[c].calls++;
+        stats[c].bytes += bytes;
+    }
+    if (algorithm) count_algorithm(c, algorithm);
+}
+
+void count_algorithm(Collective c, const char *algorithm) {
+    if (!stats_wanted() || !algorithm) return;
     std::lock_guard<std::mutex> lock(mutex);
-    stats[c].calls++;
-    stats[c].bytes += bytes;
-    if (!algorithm) return;
     for (auto &a : stats[c].algorithms) {
         if (!a.name) a.name = algorithm;
         if (a.name == algorithm || !std::strcmp(a.name, algorithm)) {

@@ -63,13 +63,19 @@ loom_comm_t loom_comm_of(MPI_Comm comm);
 
 /* Statistics (printed by rank 0 of MPI_COMM_WORLD at MPI_Finalize when
  * LOOM_MPI_STATS is set). */
+/* A call and its bytes; with `comm`, a blocking call's algorithm (the
+ * communicator's last). A nonblocking or persistent call's algorithm is
+ * counted once done (count_algorithm): an alltoallv that learns the counts
+ * first chooses it after its start. */
 void count_call(Collective c, uint64_t bytes, loom_comm_t comm);
+void count_algorithm(Collective c, const char *algorithm);
 void count_hand_down(Collective c, HandDown why);
 
 /* A Loom request behind an MPI_Request handle that the MPI made (an inactive
  * persistent send to MPI_PROC_NULL: unique and valid), so the handle can
  * sit in the program's arrays beside the MPI's own requests. */
-int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Request *handle);
+int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Request *handle, Collective c,
+                     uint64_t bytes);
 
 /* Reports a failed Loom call on comm (loom_last_error on stderr where the
  * handler is fatal) through its error handler; returns the class. */

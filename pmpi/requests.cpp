@@ -24,6 +24,8 @@ struct Pending {
     bool active = false;   /* started, and the program not yet told it completed */
     bool finished = false; /* Loom finished it (the result is in place) */
     int status = LOOM_SUCCESS;
+    Collective collective = ALLREDUCE;
+    uint64_t bytes = 0; /* per call, for the statistics */
 };
 
 std::mutex table_mutex;
@@ -41,8 +43,10 @@ Pending *find(MPI_Request handle) {
 bool advance(Pending *p) {
     if (p->finished) return true;
     int done = 0;
-    const int rc = loom_test(&p->req, &done);
+    const char *algorithm = nullptr;
+    const int rc = loom_test_algorithm(&p->req, &done, &algorithm);
     if (rc != LOOM_SUCCESS) p->status = rc;
+    if (done && rc == LOOM_SUCCESS) count_algorithm(p->collective, algorithm);
     p->finished = done || rc != LOOM_SUCCESS;
     return p->finished;
 }
@@ -214,7 +218,8 @@ int any(bool wait, int n, MPI_Request *reqs, int *index, int *flag, MPI_Status *
 
 }  // namespace
 
-int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Request *handle) {
+int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Request *handle, Collective c,
+                     uint64_t bytes) {
     const int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, handle);
     if (rc != MPI_SUCCESS) {
         loom_request_free(&req);
@@ -225,6 +230,8 @@ int register_request(loom_request_t req, bool persistent, MPI_Comm comm, MPI_Req
     p->comm = comm;
     p->persistent = persistent;
     p->active = !persistent;
+    p->collective = c;
+    p->bytes = bytes;
     std::lock_guard<std::mutex> lock(table_mutex);
     table[*handle] = p;
     table_size.store(table.size(), std::memory_order_release);
@@ -246,8 +253,10 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
         return MPI_SUCCESS;
     }
     if (!p->finished) {
-        const int rc = loom_wait(&p->req);
+        const char *algorithm = nullptr;
+        const int rc = loom_wait_algorithm(&p->req, &algorithm);
         if (rc != LOOM_SUCCESS) p->status = rc;
+        else count_algorithm(p->collective, algorithm);
         p->finished = true;
     }
     return complete(req, p, status);
@@ -339,6 +348,7 @@ int MPI_Start(MPI_Request *req) {
     if (rc != LOOM_SUCCESS) return report_error(p->comm, "MPI_Start", rc);
     p->active = true;
     p->finished = false;
+    count_call(p->collective, p->bytes, nullptr);
     return MPI_SUCCESS;
 }
 
@@ -358,6 +368,13 @@ int MPI_Request_free(MPI_Request *req) {
     if (!p) return PMPI_Request_free(req);
     InsideLoom inside;
     /* An active request is finished first: Loom never leaves a buffer half written. */
+    if (p->req && p->active && !p->finished) {
+        const char *algorithm = nullptr;
+        const int waited = loom_wait_algorithm(&p->req, &algorithm);
+        if (waited != LOOM_SUCCESS) p->status = waited;
+        else count_algorithm(p->collective, algorithm);
+        p->finished = true;
+    }
     int rc = p->req ? loom_request_free(&p->req) : LOOM_SUCCESS;
     if (p->status != LOOM_SUCCESS) rc = p->status;
     const MPI_Comm comm = p->comm;

@@ -449,6 +449,8 @@ int loom_test(loom_request_t *req, int *done);
  * ranks' counts first chooses only after its start. */
 int loom_test_algorithm(loom_request_t *req, int *done, const char **algorithm);
 int loom_wait(loom_request_t *req);
+/* As loom_wait, naming the algorithm the call ran, as loom_test_algorithm. */
+int loom_wait_algorithm(loom_request_t *req, const char **algorithm);
 int loom_request_free(loom_request_t *req);
 
 #ifdef __cplusplus

@@ -1215,9 +1215,12 @@ int loom_test_algorithm(loom_request_t *req, int *done, const char **algorithm) 
     return st;
 }
 
-int loom_wait(loom_request_t *req) {
+int loom_wait(loom_request_t *req) { return loom_wait_algorithm(req, nullptr); }
+
+int loom_wait_algorithm(loom_request_t *req, const char **algorithm) {
     if (!req || !*req) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_wait: request is NULL");
     Status st = copied_out(**req, (*req)->impl->wait());
+    if (algorithm) *algorithm = (*req)->impl->algorithm();
     if (!(*req)->impl->persistent()) {
         delete *req;
         *req = nullptr;
