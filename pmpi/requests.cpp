@@ -51,6 +51,15 @@ bool advance(Pending *p) {
     return p->finished;
 }
 
+/* Waits until Loom has finished the request. */
+void wait_until_finished(Pending *p) {
+    const char *algorithm = nullptr;
+    const int rc = loom_wait_algorithm(&p->req, &algorithm);
+    if (rc != LOOM_SUCCESS) p->status = rc;
+    else count_algorithm(p->collective, algorithm);
+    p->finished = true;
+}
+
 /* A collective's status: no source, tag or elements. */
 void empty_status(MPI_Status *s) {
     if (s == MPI_STATUS_IGNORE) return;
@@ -252,13 +261,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
         empty_status(status);
         return MPI_SUCCESS;
     }
-    if (!p->finished) {
-        const char *algorithm = nullptr;
-        const int rc = loom_wait_algorithm(&p->req, &algorithm);
-        if (rc != LOOM_SUCCESS) p->status = rc;
-        else count_algorithm(p->collective, algorithm);
-        p->finished = true;
-    }
+    if (!p->finished) wait_until_finished(p);
     return complete(req, p, status);
 }
 
@@ -368,13 +371,7 @@ int MPI_Request_free(MPI_Request *req) {
     if (!p) return PMPI_Request_free(req);
     InsideLoom inside;
     /* An active request is finished first: Loom never leaves a buffer half written. */
-    if (p->req && p->active && !p->finished) {
-        const char *algorithm = nullptr;
-        const int waited = loom_wait_algorithm(&p->req, &algorithm);
-        if (waited != LOOM_SUCCESS) p->status = waited;
-        else count_algorithm(p->collective, algorithm);
-        p->finished = true;
-    }
+    if (p->req && p->active && !p->finished) wait_until_finished(p);
     int rc = p->req ? loom_request_free(&p->req) : LOOM_SUCCESS;
     if (p->status != LOOM_SUCCESS) rc = p->status;
     const MPI_Comm comm = p->comm;

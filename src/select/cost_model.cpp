@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <queue>
@@ -464,33 +464,30 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
         Simulation sim(programs, args, model);
         return sim.run(us);
     }
+    // Where the caller left the choice, why every rank was not simulated.
     const std::string above = scope == SimulationScope::automatic
-                                  ? std::to_string(args.nranks) + " ranks is above the " +
-                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers, and "
+                                  ? " (" + std::to_string(args.nranks) + " ranks: above the " +
+                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers)"
                                   : "";
-    const bool several_nodes = args.nodes && args.nodes->nranks() == args.nranks && args.nodes->nodes() > 1;
-    NodeSymmetry sym;
-    std::string why = "one node";
+    if (!args.nodes || args.nodes->nranks() != args.nranks || args.nodes->nodes() < 2)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: one node" + above);
     // Node 0's first and last rank first: the check needs only them.
-    const std::vector<int> &origin = several_nodes ? args.nodes->members[0] : std::vector<int>{};
-    if (several_nodes) {
-        programs = programs_of(algo, args, knobs, {origin.front(), origin.back()});
-        if (origin.size() == 1) programs.pop_back();
-    }
-    if (!several_nodes || !find_node_symmetry(algo, args, knobs, *programs.front(), *programs.back(), &sym, &why))
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + above + "one node cannot stand for all: " + why);
+    const std::vector<int> &origin = args.nodes->members[0];
+    programs = programs_of(algo, args, knobs, {origin.front(), origin.back()});
+    if (origin.size() == 1) programs.pop_back();
+    NodeSymmetry sym;
+    std::string why;
+    if (!find_node_symmetry(algo, args, knobs, *programs.front(), *programs.back(), &sym, &why))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: " + why + above);
     if (origin.size() > 2) {
         std::vector<std::unique_ptr<Program>> middle =
             programs_of(algo, args, knobs, std::vector<int>(origin.begin() + 1, origin.end() - 1));
-        std::unique_ptr<Program> last = std::move(programs.back());
-        programs.pop_back();
-        for (std::unique_ptr<Program> &p : middle) programs.push_back(std::move(p));
-        programs.push_back(std::move(last));
+        programs.insert(programs.begin() + 1, std::make_move_iterator(middle.begin()),
+                        std::make_move_iterator(middle.end()));
     }
     Simulation sim(programs, args, model, &sym);
     const Status st = sim.run(us);
-    if (st != LOOM_SUCCESS && !above.empty())
-        return fail(st, "cost model: " + above + std::string(last_error_message()).substr(strlen("cost model: ")));
+    if (st != LOOM_SUCCESS && !above.empty()) return fail(st, last_error_message() + above);
     return st;
 }
 

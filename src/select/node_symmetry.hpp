@@ -33,7 +33,6 @@ struct NodeSymmetry {
     }
     // Node 0's rank that stands for `rank`.
     int representative(int rank) const { return nodes->members[0][nodes->local_index[rank]]; }
-    const char *name() const { return kind == Kind::translation ? "translation" : "xor"; }
 };
 
 // The symmetry under which `algo`'s programs for `args` map onto themselves,

@@ -311,15 +311,18 @@ double check_call(const CallSpec &spec, const Config &config, const std::string 
     double worst = 0;
     for (const AlgorithmInfo *algo : algorithms_for(spec.args.collective)) {
         if (!why_not_applicable(*algo, spec.args).empty()) continue;
-        double one = -1, every = -1;
-        auto t0 = std::chrono::steady_clock::now();
-        const Status st_one = predict_time(*algo, spec.args, spec.knobs, model, SimulationScope::node_symmetry, &one);
-        const std::string why_one = st_one == LOOM_SUCCESS ? "" : last_error_message();
-        const double s_one = seconds_since(t0);
-        t0 = std::chrono::steady_clock::now();
-        const Status st_every = predict_time(*algo, spec.args, spec.knobs, model, SimulationScope::every_rank, &every);
-        const std::string why_every = st_every == LOOM_SUCCESS ? "" : last_error_message();
-        const double s_every = seconds_since(t0);
+        // One way's prediction, its error message and how long it took.
+        const auto priced = [&](SimulationScope scope, double *us, std::string *why, double *seconds) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const Status st = predict_time(*algo, spec.args, spec.knobs, model, scope, us);
+            if (st != LOOM_SUCCESS) *why = last_error_message();
+            *seconds = seconds_since(t0);
+            return st;
+        };
+        double one = -1, every = -1, s_one = 0, s_every = 0;
+        std::string why_one, why_every;
+        const Status st_one = priced(SimulationScope::node_symmetry, &one, &why_one, &s_one);
+        const Status st_every = priced(SimulationScope::every_rank, &every, &why_every, &s_every);
         if (st_one == LOOM_SUCCESS && st_every == LOOM_SUCCESS) {
             const double diff = 100 * (one - every) / every;
             worst = std::max(worst, std::fabs(diff));
