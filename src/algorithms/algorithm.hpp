@@ -83,7 +83,9 @@ inline Slice received_block(const CollArgs &a, int peer) {
 
 // Builds rank `rank`'s finalized program. An in-place call whose algorithm is
 // not aliasing safe reads its input from a snapshot the executor takes first;
-// programs never know the difference.
-Program build_program(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank);
+// programs never know the difference. With a `step_limit`, a plan of more
+// steps comes back truncated (Program::truncated), unfinalized.
+Program build_program(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, int rank,
+                      size_t step_limit = 0);
 
 }  // namespace loom

@@ -121,6 +121,10 @@ void ProgramBuilder::push_group(const std::vector<int> &ranks, Slice input, Slic
 void ProgramBuilder::pop_group() { groups_.pop_back(); }
 
 StepId ProgramBuilder::add(StepKind kind, int peer, Slice dst, Slice src, const StepId *deps, size_t ndeps, int lane) {
+    if (step_limit_ && p_.steps.size() >= step_limit_) {
+        p_.truncated = true;
+        return 0;  // later steps that wait on it are dropped too
+    }
     if (!groups_.empty()) {
         if (peer >= 0) peer = groups_.back().ranks[peer];
         // Both sides of a message must agree on its lane: receives carry it too.

@@ -88,6 +88,9 @@ struct Program {
     // when the plan has none).
     std::vector<std::string> phases;
     std::vector<uint16_t> step_phase;
+    // Set where the builder's step limit cut the plan short (the cost
+    // model's budget): such a program is priced by nothing and never run.
+    bool truncated = false;
     const std::string &phase_of(StepId id) const {
         static const std::string none;
         return step_phase.empty() ? none : phases[step_phase[id]];
@@ -130,6 +133,9 @@ class ProgramBuilder {
     // The knobs the plan is built with (a sub-collective may get its own).
     const PlanKnobs &knobs() const { return knobs_; }
     void set_knobs(const PlanKnobs &knobs) { knobs_ = knobs; }
+    // At most `steps` steps (0: no limit); past them the builder only runs
+    // through its loops and marks the program truncated.
+    void set_step_limit(size_t steps) { step_limit_ = steps; }
     StepId send(int peer, Slice src, Deps deps = {}, int lane = 0) {
         return add(StepKind::send, peer, {}, src, deps.begin(), deps.size(), lane);
     }
@@ -205,6 +211,7 @@ class ProgramBuilder {
     PieceMap pieces_[3];  // per Buffer
     bool input_aliased_ = false;
     size_t input_alias_offset_ = 0;
+    size_t step_limit_ = 0;
 };
 
 // Elements in one segment of a pipelined plan: segment_bytes' worth (at

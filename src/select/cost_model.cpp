@@ -1,6 +1,7 @@
 #include "select/cost_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -435,6 +436,8 @@ double staged_pipeline_time(size_t bytes, size_t chunk, double chunk_us, const C
 
 namespace {
 
+std::atomic<size_t> max_simulated_steps{kModelMaxSimulatedSteps};
+
 // Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
 Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
                   SimulationScope scope, double *us) {
@@ -456,35 +459,51 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
                     "cost model: " + args.describe() + " in segments of " + std::to_string(knobs.segment_bytes) +
                         " bytes is more segments times simulated ranks than the " +
                         std::to_string(static_cast<long>(kModelMaxSegmentSteps)) + " the simulation covers");
-    std::vector<std::unique_ptr<Program>> programs;
+    // Where the caller left the choice, why every rank was not simulated.
+    const std::string above = every_rank || scope != SimulationScope::automatic
+                                  ? ""
+                                  : " (" + std::to_string(args.nranks) + " ranks: above the " +
+                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers)";
+    if (!every_rank && (!args.nodes || args.nodes->nranks() != args.nranks || args.nodes->nodes() < 2))
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: one node" + above);
+    const size_t budget = model_max_simulated_steps();
+    const size_t step_limit = std::max<size_t>(1, budget / static_cast<size_t>(simulated));
+    const auto truncated = [](const std::vector<std::unique_ptr<Program>> &some) {
+        return std::any_of(some.begin(), some.end(), [](const auto &p) { return p->truncated; });
+    };
+    const auto too_many_steps = [&] {
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + args.describe() + ": a rank's plan has more than " +
+                                                   std::to_string(step_limit) + " steps, which times " +
+                                                   std::to_string(simulated) + " simulated ranks is more than the " +
+                                                   std::to_string(budget) + " steps the simulation covers" + above);
+    };
+    // Rank 0's program first (node 0's first rank): a plan too large for
+    // the budget is found before the others are built.
+    std::vector<std::unique_ptr<Program>> programs = programs_of(algo, args, knobs, {0}, step_limit);
+    if (truncated(programs)) return too_many_steps();
+    const auto add_programs = [&](std::vector<int> ranks, size_t at) {
+        std::vector<std::unique_ptr<Program>> more = programs_of(algo, args, knobs, ranks, step_limit);
+        const bool cut = truncated(more);
+        programs.insert(programs.begin() + static_cast<std::ptrdiff_t>(at), std::make_move_iterator(more.begin()),
+                        std::make_move_iterator(more.end()));
+        return !cut;
+    };
     if (every_rank) {
-        std::vector<int> ranks(static_cast<size_t>(args.nranks));
-        for (int r = 0; r < args.nranks; ++r) ranks[static_cast<size_t>(r)] = r;
-        programs = programs_of(algo, args, knobs, ranks);
+        std::vector<int> ranks;
+        for (int r = 1; r < args.nranks; ++r) ranks.push_back(r);
+        if (!add_programs(ranks, 1)) return too_many_steps();
         Simulation sim(programs, args, model);
         return sim.run(us);
     }
-    // Where the caller left the choice, why every rank was not simulated.
-    const std::string above = scope == SimulationScope::automatic
-                                  ? " (" + std::to_string(args.nranks) + " ranks: above the " +
-                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers)"
-                                  : "";
-    if (!args.nodes || args.nodes->nranks() != args.nranks || args.nodes->nodes() < 2)
-        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: one node" + above);
-    // Node 0's first and last rank first: the check needs only them.
+    // Node 0's last rank next: the check needs only it and the first.
     const std::vector<int> &origin = args.nodes->members[0];
-    programs = programs_of(algo, args, knobs, {origin.front(), origin.back()});
-    if (origin.size() == 1) programs.pop_back();
+    if (origin.size() > 1 && !add_programs({origin.back()}, 1)) return too_many_steps();
     NodeSymmetry sym;
     std::string why;
     if (!find_node_symmetry(algo, args, knobs, *programs.front(), *programs.back(), &sym, &why))
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: " + why + above);
-    if (origin.size() > 2) {
-        std::vector<std::unique_ptr<Program>> middle =
-            programs_of(algo, args, knobs, std::vector<int>(origin.begin() + 1, origin.end() - 1));
-        programs.insert(programs.begin() + 1, std::make_move_iterator(middle.begin()),
-                        std::make_move_iterator(middle.end()));
-    }
+    if (origin.size() > 2 && !add_programs(std::vector<int>(origin.begin() + 1, origin.end() - 1), 1))
+        return too_many_steps();
     Simulation sim(programs, args, model, &sym);
     const Status st = sim.run(us);
     if (st != LOOM_SUCCESS && !above.empty()) return fail(st, last_error_message() + above);
@@ -515,6 +534,9 @@ using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const Plan
 constexpr PathPrice kPathPrices[kCallPathCount] = {price_plan, price_shared_slots, price_node_slots, price_cuda_ipc};
 
 }  // namespace
+
+void set_model_max_simulated_steps(size_t steps) { max_simulated_steps = std::max<size_t>(1, steps); }
+size_t model_max_simulated_steps() { return max_simulated_steps.load(std::memory_order_relaxed); }
 
 Status predict_time(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
                     SimulationScope scope, double *us) {

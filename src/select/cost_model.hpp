@@ -65,6 +65,14 @@ constexpr int kModelMaxRanksEveryRank = 4096;
 // building and playing the plans takes too long (docs/design.md, "Selection
 // and the cost model").
 constexpr double kModelMaxSegmentSteps = 1 << 14;
+// And above this many steps in all (simulated ranks times a rank's plan
+// steps), checked on the first rank's plan as it is built: a flat plan's
+// steps grow with the ranks, and at a million ranks building and playing
+// them would take minutes and gigabytes. A process may lower it (the fuzz
+// target does, where a sanitized build runs twenty times slower).
+constexpr size_t kModelMaxSimulatedSteps = size_t{1} << 20;
+void set_model_max_simulated_steps(size_t steps);
+size_t model_max_simulated_steps();
 
 // How a plan is simulated: `automatic` as kModelMaxRanks says; the tests and
 // loom-plan's check ask for one way.

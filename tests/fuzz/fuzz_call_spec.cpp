@@ -8,6 +8,7 @@
 #include <string>
 
 #include "select/call_spec.hpp"
+#include "select/cost_model.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"
 
@@ -15,6 +16,11 @@ using namespace loom;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const Config config;
+    // A sixteenth of the model's budget: a plan near the full one takes
+    // seconds in a release build and minutes here; the truncation path and
+    // its decline are exercised all the same.
+    static const bool budget_lowered = (set_model_max_simulated_steps(kModelMaxSimulatedSteps / 16), true);
+    (void)budget_lowered;
     const std::string text(reinterpret_cast<const char *>(data), size);
     CallSpec spec;
     if (parse_call_spec(text, config, &spec) != LOOM_SUCCESS) {

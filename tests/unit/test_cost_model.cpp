@@ -283,3 +283,40 @@ TEST(CostModel, SaysWhyOneNodeCannotStandForAll) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+// Simulated ranks times a rank's steps above the budget: the model declines,
+// naming it, after building one rank's plan only as far as the budget, and
+// plans within it are priced as before.
+TEST(CostModel, DeclinesPlansAboveItsStepBudget) {
+    const CostModel model;
+    const CollArgs a = args(Collective::allgather, 64, 4);
+    double before = -1, after = -1, log_p = -1;
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allgather, "ring"), a, model, &before), LOOM_SUCCESS)
+        << last_error_message();
+    const Program ring = build_program(*find_algorithm(Collective::allgather, "ring"), a, PlanKnobs(), 0);
+    // The ring's 64 ranks take more than a budget of 64 x (its steps - 1).
+    set_model_max_simulated_steps(64 * (ring.size() - 1));
+    EXPECT_EQ(predict_time(*find_algorithm(Collective::allgather, "ring"), a, model, &after),
+              LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("steps the simulation covers"), std::string::npos)
+        << last_error_message();
+    // lg p rounds fit.
+    EXPECT_EQ(predict_time(*find_algorithm(Collective::allgather, "recursive_doubling"), a, model, &log_p),
+              LOOM_SUCCESS)
+        << last_error_message();
+    set_model_max_simulated_steps(kModelMaxSimulatedSteps);
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allgather, "ring"), a, model, &after), LOOM_SUCCESS);
+    EXPECT_EQ(before, after);
+
+    // A truncated build stops storing steps at the limit.
+    const Program cut = build_program(*find_algorithm(Collective::allgather, "ring"), a, PlanKnobs(), 0, 10);
+    EXPECT_TRUE(cut.truncated);
+    EXPECT_EQ(cut.size(), 10u);
+    EXPECT_FALSE(ring.truncated);
+}
+
+}  // namespace
+}  // namespace loom

@@ -77,6 +77,25 @@ TEST(FuzzRegressions, ExplainingAHugeMessageDeclinesToSimulateIt) {
     EXPECT_GT(declined, 0u) << format_explanation(spec.args, e);
 }
 
+// fuzz_call_spec (CI of stop 49): since node 0's ranks stand for all above
+// 256 ranks, 4096 ranks on a node meant simulating 4096 programs of 8192
+// steps each, 265 s and 12 GB for this explanation; a million ranks,
+// building plans of millions of steps. The model now stops building at its
+// step budget and declines; the explanation answers at once.
+TEST(FuzzRegressions, ExplainingThousandsOfRanksPerNodeStaysWithinTheStepBudget) {
+    const Config config;
+    for (const char *text : {"allgather 1 nodes=2 ppn=4096", "allreduce 1KiB nodes=65536 ppn=16"}) {
+        CallSpec spec;
+        ASSERT_EQ(parse_call_spec(text, config, &spec), LOOM_SUCCESS) << last_error_message();
+        Explanation e;
+        ASSERT_EQ(explain_selection(config, spec.args, &e, spec.knobs), LOOM_SUCCESS) << last_error_message();
+        size_t declined = 0;
+        for (const Prediction &p : e.candidates)
+            declined += p.not_applicable.find("steps the simulation covers") != std::string::npos;
+        EXPECT_GT(declined, 0u) << format_explanation(spec.args, e);
+    }
+}
+
 // Found with the call description's target: nodes= times ppn= made 2^28
 // ranks (the limit of np= alone is 2^20), a node map loom-info spent
 // minutes and gigabytes on.
