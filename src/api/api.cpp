@@ -30,6 +30,7 @@ struct loom_comm {
         std::vector<std::vector<uint64_t>> extra_values;
     } report;
     loom::DeviceCalls device;  // calls on device buffers (runtime/device_call.hpp)
+    loom::ReproducibleCall reproducible;  // the blocking reproducible sums' exact sums, reused
     // The per-peer arrays of its blocking vector calls, lent to each call
     // and given back (LentArrays): a loop of calls allocates none.
     std::vector<size_t> spare_arrays[4];
@@ -45,6 +46,10 @@ struct loom_request {
     // the call finished (copy_pending).
     std::unique_ptr<loom::StagedCall> staged;
     bool copy_pending = false;
+    // A reproducible sum: its result decoded into recvbuf once, when it is
+    // done (decode_pending).
+    std::unique_ptr<loom::ReproducibleCall> exact;
+    bool decode_pending = false;
 };
 
 namespace loom {
@@ -91,6 +96,40 @@ bool is_in_place(const void *sendbuf) { return sendbuf == MPI_IN_PLACE; }
 Status learn_node_counts(Communicator &c, CollArgs &a);
 CountExchange count_exchange(const Communicator &c, const CollArgs &a);
 
+// A sum under the reproducible parameter: run on exact sums, decoded into
+// recvbuf when done (at once for a blocking call).
+Status start_reproducible(loom_comm_t comm, const CollArgs &full, const CallData &call, Started *req, Launch launch) {
+    Communicator &c = *comm->impl;
+    if (cuda_driver_loaded()) {
+        CollArgs sized = full;
+        sized.elem_size = datatype_info(call.type)->size;
+        if (staging_need(sized, c.rank(), call).any())
+            return fail(LOOM_ERR_INVALID_ARGUMENT,
+                        "reproducible: sums of device buffers are not made reproducible yet (" + full.describe() +
+                            "); pass host buffers, or set reproducible to 0");
+    }
+    if (launch == Launch::blocking) {
+        ReproducibleCall &r = comm->reproducible;
+        LOOM_RETURN_IF_ERROR(r.prepare(full, c.rank(), call));
+        r.encode_input();
+        CollArgs inner = r.inner_args();
+        LOOM_RETURN_IF_ERROR(c.run(inner, r.inner_call()));
+        r.decode_output();
+        return LOOM_SUCCESS;
+    }
+    auto r = std::make_unique<ReproducibleCall>();
+    LOOM_RETURN_IF_ERROR(r->prepare(full, c.rank(), call));
+    CollArgs inner = r->inner_args();
+    if (launch == Launch::nonblocking) {
+        r->encode_input();
+        LOOM_RETURN_IF_ERROR(c.start(std::move(inner), r->inner_call(), &req->request));
+    } else {
+        LOOM_RETURN_IF_ERROR(c.init(std::move(inner), r->inner_call(), &req->request));
+    }
+    req->exact = std::move(r);
+    return LOOM_SUCCESS;
+}
+
 // `learn_counts`: an alltoallv that learns the other ranks' counts before it
 // is planned; a nonblocking one on host buffers learns them in its request.
 Status start_call(loom_comm_t comm, CollArgs &full, const void *sendbuf, void *recvbuf, loom_datatype_t type,
@@ -111,6 +150,14 @@ Status start_call(loom_comm_t comm, CollArgs &full, const void *sendbuf, void *r
     if (in_place && recvbuf == nullptr && full.input_count() > 0)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "in-place call with a NULL recvbuf and a nonzero count");
     const CallData call = CallData::of(sendbuf, in_place, recvbuf, type, op);
+    if (reduces && c.config().integer(kParamReproducible)) {
+        std::string why;
+        switch (reproducible_need(c.config(), type, op, c.size(), &why)) {
+            case ReproducibleNeed::none: break;
+            case ReproducibleNeed::refused: return fail(LOOM_ERR_INVALID_OP, why);
+            case ReproducibleNeed::exact_sums: return start_reproducible(comm, full, call, req, launch);
+        }
+    }
     // Without a driver, device buffers cannot exist: one check.
     if (cuda_driver_loaded()) {
         full.elem_size = datatype_info(type)->size;  // the copies' sizes; the communicator sets the rest
@@ -137,6 +184,10 @@ Status start_call(loom_comm_t comm, CollArgs &full, const void *sendbuf, void *r
 
 // A finished staged call's output, copied to the device once.
 Status copied_out(loom_request &r, Status finished) {
+    if (r.decode_pending) {
+        r.decode_pending = false;
+        if (finished == LOOM_SUCCESS) r.exact->decode_output();
+    }
     if (!r.copy_pending) return finished;
     r.copy_pending = false;
     const Status st = r.staged->copy_out();
@@ -149,11 +200,14 @@ int nonblocking(Status st, Started &req, loom_request_t *out) {
     if (!r) {
         req.request->wait();  // never leave user buffers half written
         if (req.staged && !req.request->persistent()) (void)req.staged->copy_out();
+        if (req.exact && !req.request->persistent()) req.exact->decode_output();
         return fail(LOOM_ERR_NO_MEMORY, "cannot allocate a request");
     }
     r->impl = std::move(req.request);
     r->copy_pending = req.staged && !r->impl->persistent();
     r->staged = std::move(req.staged);
+    r->decode_pending = req.exact && !r->impl->persistent();
+    r->exact = std::move(req.exact);
     *out = r;
     return LOOM_SUCCESS;
 }
@@ -1193,6 +1247,13 @@ int loom_start(loom_request_t req) {
         LOOM_RETURN_IF_ERROR(req->staged->copy_in());
         const Status st = req->impl->start();
         req->copy_pending = st == LOOM_SUCCESS;
+        return st;
+    }
+    if (req->exact) {
+        if (req->impl->running()) return req->impl->start();  // the request reports the misuse
+        req->exact->encode_input();
+        const Status st = req->impl->start();
+        req->decode_pending = st == LOOM_SUCCESS;
         return st;
     }
     return req->impl->start();

@@ -3,6 +3,8 @@
 #include <complex>
 #include <cstring>
 
+#include "core/exact_sum.hpp"
+
 namespace loom {
 namespace {
 
@@ -56,6 +58,9 @@ static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == LOOM_OP_COUNT, "one name
 }  // namespace
 
 const DatatypeInfo *datatype_info(loom_datatype_t type) {
+    static constexpr DatatypeInfo kExactSum = {kExactSumType, "exact_sum", "(none: Loom's own)", sizeof(ExactSum),
+                                               TypeClass::floating};
+    if (type == kExactSumType) return &kExactSum;
     if (static_cast<unsigned>(type) >= LOOM_DATATYPE_COUNT) return nullptr;
     return &kTypes[type];
 }
@@ -65,7 +70,7 @@ bool op_is_valid(loom_op_t op) { return static_cast<unsigned>(op) < LOOM_OP_COUN
 const char *op_name(loom_op_t op) { return op_is_valid(op) ? kOpNames[op] : nullptr; }
 
 Status check_datatype(loom_datatype_t type) {
-    if (!datatype_info(type))
+    if (static_cast<unsigned>(type) >= LOOM_DATATYPE_COUNT)
         return fail(LOOM_ERR_INVALID_DATATYPE,
                     "datatype " + std::to_string(static_cast<long>(type)) + " is not a loom_datatype_t (valid: 0.." +
                         std::to_string(LOOM_DATATYPE_COUNT - 1) + "; see loom-info --datatypes)");

@@ -35,6 +35,10 @@ struct DatatypeInfo {
 // dst[i] = dst[i] op src[i] for i < n; dst and src never overlap.
 using ReduceFn = void (*)(void *dst, const void *src, size_t n);
 
+// Loom's own element type for reproducible sums (core/exact_sum.hpp), past
+// the public ones: internal calls only, never accepted from a user.
+constexpr loom_datatype_t kExactSumType = static_cast<loom_datatype_t>(LOOM_DATATYPE_COUNT);
+
 const DatatypeInfo *datatype_info(loom_datatype_t type);  // nullptr when invalid
 const char *op_name(loom_op_t op);                        // nullptr when invalid
 bool op_is_valid(loom_op_t op);

@@ -12,6 +12,7 @@
 
 #include "core/datatype.hpp"
 #include "core/elementwise.hpp"
+#include "core/exact_sum.hpp"
 
 namespace loom {
 namespace {
@@ -251,6 +252,7 @@ const Table &table() {
 }  // namespace
 
 ReduceFn reduction_kernel(loom_datatype_t type, loom_op_t op) {
+    if (type == kExactSumType) return op == LOOM_SUM ? exact_sum_add : nullptr;
     if (static_cast<unsigned>(type) >= LOOM_DATATYPE_COUNT || !op_is_valid(op)) return nullptr;
     return table()[type][op];
 }

@@ -13,6 +13,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_ipc_call.hpp"
 #include "runtime/device_staging.hpp"
+#include "runtime/reproducible_call.hpp"
 
 namespace loom {
 
@@ -25,6 +26,8 @@ enum class Launch { blocking, nonblocking, persistent };
 struct Started {
     std::unique_ptr<Request> request;
     std::unique_ptr<StagedCall> staged;
+    // A reproducible sum: the exact sums it runs on (runtime/reproducible_call.hpp).
+    std::unique_ptr<ReproducibleCall> exact;
 };
 
 // One communicator's device calls: the blocking calls' reused host

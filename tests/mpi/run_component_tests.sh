@@ -361,6 +361,13 @@ if "$build/src/loom-info" --version | grep -q "built with:.* ucx"; then
         --mca coll_loom_topology nodes=2 --mca coll_loom_rails lo,lo --mca coll_loom_ucx_tls tcp
 fi
 
+# reproducible on: MPI's reductions on MPI_FLOAT and MPI_DOUBLE run as exact
+# sums and give test_component's results; the ring forced on them too.
+run 3 "reproducible" "allreduce=shared_slots" --mca coll_loom_reproducible 1
+run 4 "reproducible, ring forced, topology nodes=2" "allreduce=ring reduce_scatter=ring" \
+    --mca coll_loom_reproducible 1 --mca coll_loom_allreduce_algorithm ring \
+    --mca coll_loom_reduce_scatter_algorithm ring --mca coll_loom_topology nodes=2
+
 # An invalid topology is reported and the machine's nodes are used (one
 # node here: the one-node rules, shared memory among both ranks).
 run 2 "invalid topology nodes=9" "allreduce=direct allgather=direct" --mca coll_loom_topology nodes=9

@@ -191,6 +191,45 @@ if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; t
         fi
     done
 fi
+# The reproducible parameter (test_reproducible.c): every reducing algorithm
+# forced in turn gives the bits of the first call, on every rank; and runs
+# on the same ranks print the same hash of the results whatever the nodes,
+# the progress thread or the rails.
+# reproducible NP LABEL [VAR=VALUE...]
+reproducible() {
+    np=$1 label=$2
+    shift 2
+    xs=
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_reproducible" >"$tmp/run.out" 2>&1 &&
+        grep -q "^test_reproducible np=$np: .* 0 failures$" "$tmp/run.out"; then
+        echo "PASS: $(grep "^test_reproducible np=$np:" "$tmp/run.out") ($label)"
+        echo "$np $(sed -n 's/.*results hash \([0-9a-f]*\),.*/\1/p' "$tmp/run.out") $label" >>"$tmp/hashes"
+    else
+        echo "FAIL: test_reproducible np=$np ($label)"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+}
+: >"$tmp/hashes"
+reproducible 4 "one node"
+if [ "$mpi_only" != 1 ]; then
+    for np in 1 2 3 5 8; do reproducible "$np" "one node"; done
+    reproducible 4 "2 emulated nodes" LOOM_TOPOLOGY=nodes=2
+    reproducible 4 "progress thread on" LOOM_PROGRESS_THREAD=on
+    reproducible 5 "uneven emulated nodes" "LOOM_TOPOLOGY=0,1,1,0,2;rails=2"
+    if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
+        reproducible 4 "2 emulated nodes, 2 UCX rails" LOOM_TOPOLOGY=nodes=2 LOOM_RAILS=lo,lo LOOM_UCX_TLS=tcp \
+            LOOM_RAIL_MIN_BYTES=0
+    fi
+fi
+for np in $(cut -d' ' -f1 "$tmp/hashes" | sort -u); do
+    if [ "$(awk -v n="$np" '$1 == n { print $2 }' "$tmp/hashes" | sort -u | wc -l)" -ne 1 ]; then
+        echo "FAIL: test_reproducible np=$np: the results differ between runs:"
+        awk -v n="$np" '$1 == n' "$tmp/hashes"
+        status=1
+    fi
+done
 # Communicators made, used and freed around libloom's calls
 # (test_comm_lifecycle.c): issue 30's programs, then every scenario under
 # the default selection and every row of forced algorithms, with the
