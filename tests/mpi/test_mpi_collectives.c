@@ -9,24 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_checks.h"
+
 static int rank, size, failures;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            if (failures++ < 10) {                         \
-                fprintf(stderr, "[rank %d] FAIL: ", rank); \
-                fprintf(stderr, __VA_ARGS__);              \
-                fprintf(stderr, "\n");                     \
-            }                                              \
-        }                                                  \
-    } while (0)
-
-#define LOOM_OK(call)                                                                             \
-    do {                                                                                          \
-        int rc_ = (call);                                                                         \
-        CHECK(rc_ == LOOM_SUCCESS, "%s -> %s: %s", #call, loom_strerror(rc_), loom_last_error()); \
-    } while (0)
 
 /* The collectives this test knows how to check; the algorithms come from
  * loom_algorithm_info, so a new one is tested without touching this file. */

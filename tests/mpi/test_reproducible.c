@@ -16,24 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_checks.h"
+
 static int rank, size, failures;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            if (failures++ < 10) {                         \
-                fprintf(stderr, "[rank %d] FAIL: ", rank); \
-                fprintf(stderr, __VA_ARGS__);              \
-                fprintf(stderr, "\n");                     \
-            }                                              \
-        }                                                  \
-    } while (0)
-
-#define LOOM_OK(call)                                                                             \
-    do {                                                                                          \
-        int rc_ = (call);                                                                         \
-        CHECK(rc_ == LOOM_SUCCESS, "%s -> %s: %s", #call, loom_strerror(rc_), loom_last_error()); \
-    } while (0)
 
 enum { MAX_COUNT = 20001 };
 static const loom_datatype_t types[] = {LOOM_DOUBLE, LOOM_FLOAT, LOOM_C_DOUBLE_COMPLEX, LOOM_BFLOAT16};
