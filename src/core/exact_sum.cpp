@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/reduced_float.hpp"
 
@@ -10,6 +11,8 @@ namespace {
 
 constexpr int kBins = ExactSum::kBins;
 constexpr int kBinBits = ExactSum::kBinBits;
+// A special sum's count[0]: which of these its values held.
+constexpr unsigned kSawPlusInfinity = 1, kSawMinusInfinity = 2, kSawNan = 4;
 
 // The bins are the base-2^32 digits of |x| in units of the lowest bin's
 // 2^(32 (top - 2)), truncated (what lies below is dropped), with x's sign.
@@ -19,9 +22,9 @@ ExactSum encode(double x) {
     std::memcpy(&bits, &x, sizeof bits);
     const int field = static_cast<int>((bits >> 52) & 0x7ff);
     uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
-    if (field == 0x7ff) {  // an infinity or a NaN
+    if (field == 0x7ff) {  // an infinity or a NaN: a flag, so that NaN payloads cannot depend on the order
         s.top = ExactSum::kSpecial;
-        s.count[0] = x;
+        s.count[0] = mantissa ? kSawNan : bits >> 63 ? kSawMinusInfinity : kSawPlusInfinity;
         return s;
     }
     if (field != 0) mantissa |= uint64_t{1} << 52;
@@ -57,7 +60,13 @@ double nearest_integer(double x) {
 // gives the same bits as separate ones.
 double decode(ExactSum s) {
     if (s.top == ExactSum::kEmpty) return 0;
-    if (s.top == ExactSum::kSpecial) return s.count[0];
+    if (s.top == ExactSum::kSpecial) {
+        const unsigned saw = static_cast<unsigned>(s.count[0]);
+        if ((saw & kSawNan) || ((saw & kSawPlusInfinity) && (saw & kSawMinusInfinity)))
+            return std::numeric_limits<double>::quiet_NaN();
+        return saw & kSawPlusInfinity ? std::numeric_limits<double>::infinity()
+                                      : -std::numeric_limits<double>::infinity();
+    }
     constexpr double kUnit = 0x1p32, kInverse = 0x1p-32;
     for (int j = kBins - 1; j > 0; --j) {
         const double carry = nearest_integer(s.count[j] * kInverse);
@@ -84,7 +93,8 @@ void add(ExactSum &a, const ExactSum &b) {
         return;
     }
     if (a.top == ExactSum::kSpecial) {
-        if (b.top == ExactSum::kSpecial) a.count[0] += b.count[0];
+        if (b.top == ExactSum::kSpecial)
+            a.count[0] = static_cast<double>(static_cast<unsigned>(a.count[0]) | static_cast<unsigned>(b.count[0]));
         return;
     }
     if (b.top > a.top) {  // the larger top is kept: a's bins move down

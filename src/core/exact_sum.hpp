@@ -6,10 +6,13 @@
 // such additions are exact while fewer than 2^21 values meet, so every order,
 // tree, chunking or algorithm of additions ends with the same bins. A sum
 // keeps the three bins from its largest value's down (64 bits and more below
-// it); the parts of smaller values that fall below them are dropped on every
-// path alike. This is pre-rounding after Demmel and Nguyen, with fixed bins
-// as in ReproBLAS's binned numbers; the sum is at least as accurate as a
-// double's.
+// that value's leading bit); the parts of smaller values that fall below
+// them are dropped on every path alike, so the error is at most a few units
+// of 2^-64 of the largest value per value, plus the result's rounding. This
+// is pre-rounding after Demmel and Nguyen, with fixed bins as in ReproBLAS's
+// binned numbers. Infinities and NaNs are kept as flags: the result is an
+// infinity of their sign, or the default quiet NaN; zeros of either sign sum
+// to +0.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +27,7 @@ struct ExactSum {
     static constexpr int kBinBits = 32;
     // top: the bin number of count[0] (count[j] is bin top - j's); kEmpty
     // for a sum of zeros, kSpecial where an infinity or NaN met it: then
-    // count[0] is the IEEE sum of those alone.
+    // count[0] says which (exact_sum.cpp's flags).
     static constexpr int64_t kEmpty = INT64_MIN;
     static constexpr int64_t kSpecial = INT64_MAX;
     double count[kBins];

@@ -477,9 +477,11 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
                                                    std::to_string(simulated) + " simulated ranks is more than the " +
                                                    std::to_string(budget) + " steps the simulation covers" + above);
     };
-    // Rank 0's program first (node 0's first rank): a plan too large for
-    // the budget is found before the others are built.
-    std::vector<std::unique_ptr<Program>> programs = programs_of(algo, args, knobs, {0}, step_limit);
+    // One rank's program first (rank 0; node 0's first rank for one node
+    // standing for all): a plan too large for the budget is found before
+    // the others are built.
+    const int first_rank = every_rank ? 0 : args.nodes->members[0].front();
+    std::vector<std::unique_ptr<Program>> programs = programs_of(algo, args, knobs, {first_rank}, step_limit);
     if (truncated(programs)) return too_many_steps();
     const auto add_programs = [&](std::vector<int> ranks, size_t at) {
         std::vector<std::unique_ptr<Program>> more = programs_of(algo, args, knobs, ranks, step_limit);

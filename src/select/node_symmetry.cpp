@@ -80,8 +80,11 @@ bool find_node_symmetry(const AlgorithmInfo &algo, const CollArgs &args, const P
         for (int by : spread_over(n, {1, n - 1, n / 2})) {
             std::vector<int> ranks = {sym.moved_rank(origin.front(), by)};
             if (!one_per_node) ranks.push_back(sym.moved_rank(origin.back(), by));
-            const std::vector<std::unique_ptr<Program>> moved = programs_of(algo, args, knobs, ranks);
-            holds = maps_onto(first, *moved[0], sym, by) && (one_per_node || maps_onto(last, *moved[1], sym, by));
+            // An image longer than node 0's plans is cut one step past them: it cannot map.
+            const std::vector<std::unique_ptr<Program>> moved =
+                programs_of(algo, args, knobs, ranks, std::max(first.size(), last.size()) + 1);
+            holds = !moved[0]->truncated && maps_onto(first, *moved[0], sym, by) &&
+                    (one_per_node || (!moved[1]->truncated && maps_onto(last, *moved[1], sym, by)));
             if (!holds) break;
         }
         if (holds) {

@@ -93,7 +93,7 @@ TEST(ExactSum, KeepsWhatAPlainSumLoses) {
     EXPECT_EQ(out, INFINITY);
 }
 
-TEST(ExactSum, InfinitiesAndNansWinAsInIeee) {
+TEST(ExactSum, InfinitiesAndNansWinWhateverTheOrder) {
     const std::vector<ExactSum> s = encoded({1.0, INFINITY, -2.0, 0.0});
     ExactSum acc = s[3];
     for (int i : {0, 1, 2}) exact_sum_add(&acc, &s[static_cast<size_t>(i)], 1);
@@ -105,12 +105,26 @@ TEST(ExactSum, InfinitiesAndNansWinAsInIeee) {
     exact_sum_add(&acc, &both[1], 1);
     exact_sum_decode(LOOM_DOUBLE, &acc, 1, &out);
     EXPECT_TRUE(std::isnan(out));
-    // Zeros alone sum to zero.
-    const std::vector<ExactSum> zeros = encoded({0.0, -0.0});
+    // NaNs are flags: no payload or sign depends on the order.
+    const double payload = -std::nan("7");
+    const std::vector<ExactSum> mixed = encoded({INFINITY, -INFINITY, payload});
+    ExactSum left = mixed[0], right = mixed[1];
+    exact_sum_add(&left, &mixed[1], 1);
+    exact_sum_add(&left, &mixed[2], 1);
+    exact_sum_add(&right, &mixed[2], 1);
+    exact_sum_add(&right, &mixed[0], 1);
+    double l = 0, r = 0;
+    exact_sum_decode(LOOM_DOUBLE, &left, 1, &l);
+    exact_sum_decode(LOOM_DOUBLE, &right, 1, &r);
+    EXPECT_TRUE(std::isnan(l));
+    EXPECT_EQ(std::memcmp(&l, &r, sizeof l), 0);
+    // Zeros of either sign sum to +0.
+    const std::vector<ExactSum> zeros = encoded({-0.0, -0.0});
     acc = zeros[0];
     exact_sum_add(&acc, &zeros[1], 1);
     exact_sum_decode(LOOM_DOUBLE, &acc, 1, &out);
     EXPECT_EQ(out, 0.0);
+    EXPECT_FALSE(std::signbit(out));
 }
 
 TEST(ExactSum, EveryTypeComesBackAsItWent) {

@@ -47,8 +47,10 @@ Status SharedSlotsPath::run(Communicator &comm, const CollArgs &args, const Call
                             const CachedPlan &plan) const {
     comm.last_algorithm_[static_cast<int>(args.collective)] = plan.algorithm->name;
     const ReduceFn reduce = Communicator::slot_reduction(args.collective, call);
-    const bool repeatable =
-        comm.config_.integer(kParamVerbose) < 2 && !comm.threaded_ && comm.deferred_.empty() && comm.periodic_.empty();
+    // Not Loom's own element types (a reproducible sum's): the fast repeat
+    // runs before a user's type is checked.
+    const bool repeatable = comm.config_.integer(kParamVerbose) < 2 && !comm.threaded_ && comm.deferred_.empty() &&
+                            comm.periodic_.empty() && static_cast<unsigned>(call.type) < LOOM_DATATYPE_COUNT;
     Communicator::SlotShape &shape = comm.slot_shape_;
     shape.valid = false;  // until this call has run
     const uint64_t signature = SlotCall::call_signature(args, call.type, call.op);
