@@ -161,6 +161,21 @@ loom_comm_t comm_reaching_nobody(int size) {
     return comm;
 }
 
+// fuzz_c_api (regressions/c_api/loom-own-type-sized-before-its-check): the value past the public types is Loom's own
+// exact-sum type inside, 32 bytes; a user's call sized its count with it and failed on the count, before the type was
+// refused. To a user it is no type at all.
+TEST(FuzzRegressions, LoomsOwnTypeIsNoUsersType) {
+    const loom_datatype_t own = static_cast<loom_datatype_t>(LOOM_DATATYPE_COUNT);
+    size_t size = 0;
+    EXPECT_EQ(loom_datatype_size(own, &size), LOOM_ERR_INVALID_DATATYPE);
+    EXPECT_EQ(loom_op_supported(own, LOOM_SUM), 0);
+    loom_comm_t comm = comm_reaching_nobody(1);
+    ASSERT_NE(comm, nullptr);
+    EXPECT_EQ(loom_alltoall(nullptr, nullptr, 378446901656682560LL, own, comm), LOOM_ERR_INVALID_DATATYPE)
+        << loom_last_error();
+    loom_comm_free(&comm);
+}
+
 // fuzz_c_api: a persistent alltoall of no elements from a NULL sendbuf (as
 // MPI allows) passed the NULL to memcpy with 0 bytes (UBSan: "null pointer
 // passed as argument 2, which is declared to never be null"), in the
