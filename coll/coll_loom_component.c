@@ -74,6 +74,16 @@ void mca_coll_loom_count_fallback(enum coll_loom_collective c, enum coll_loom_fa
                 fallback_reasons[why]);
 }
 
+/* Each line of `text` after `prefix`. */
+static void print_lines(const char *prefix, const char *text) {
+    while (*text) {
+        const char *end = strchr(text, '\n');
+        const int len = end ? (int)(end - text) : (int)strlen(text);
+        printf("%s%.*s\n", prefix, len, text);
+        text += len + (end ? 1 : 0);
+    }
+}
+
 void mca_coll_loom_print_stats(loom_comm_t world) {
     if (!mca_coll_loom_component.stats) return;
     printf("coll/loom stats (rank 0):\n");
@@ -99,6 +109,9 @@ void mca_coll_loom_print_stats(loom_comm_t world) {
         const char *progress = NULL;
         if (loom_comm_progress_state(world, &progress) == LOOM_SUCCESS && strcmp(progress, "off") != 0)
             printf("  MPI_COMM_WORLD progress thread: %s\n", progress);
+        const char *adapt = NULL;
+        if (loom_comm_adapt_state(world, &adapt) == LOOM_SUCCESS && strcmp(adapt, "off") != 0)
+            print_lines("  MPI_COMM_WORLD adapt: ", adapt);
         /* Every transport in the order messages try them, per lane. */
         for (int i = 0; i < t.transports; ++i) {
             const loom_transport_counters_t *c = &t.transport[i];

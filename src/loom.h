@@ -232,6 +232,18 @@ int loom_comm_rails_state(loom_comm_t comm, const char **state);
  * thread. */
 int loom_comm_progress_state(loom_comm_t comm, const char **state);
 
+/* What parameter adapt learnt on this communicator: "off", or a line per
+ * collective and power-of-two size class with the algorithm chosen, every
+ * candidate's time (the slowest rank's median), the calls, explorations and
+ * switches. The text stays valid until the next call from this thread. */
+int loom_comm_adapt_state(loom_comm_t comm, const char **state);
+
+/* The same choices as a loom-rules(5) document for this communicator's
+ * shape (a rules file that fixes what was learnt); LOOM_ERR_INVALID_ARGUMENT
+ * when adapt is off. The text stays valid until the next call from this
+ * thread. */
+int loom_comm_adapt_rules(loom_comm_t comm, const char **rules);
+
 /* The communicator's unfinished collectives, one line each: the collective
  * and its call number, how long it has waited, the ranks of this node that
  * have not entered it, and the ranks whose messages or shared slots it

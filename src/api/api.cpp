@@ -904,6 +904,28 @@ int loom_comm_progress_state(loom_comm_t comm, const char **state) {
     return LOOM_SUCCESS;
 }
 
+int loom_comm_adapt_state(loom_comm_t comm, const char **state) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_adapt_state: state is NULL");
+    static thread_local std::string held;
+    auto lock = comm->impl->hold();
+    held = comm->impl->adapt_state();
+    *state = held.c_str();
+    return LOOM_SUCCESS;
+}
+
+int loom_comm_adapt_rules(loom_comm_t comm, const char **rules) {
+    LOOM_RETURN_IF_ERROR(check_comm(comm));
+    if (!rules) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_adapt_rules: rules is NULL");
+    static thread_local std::string held;
+    auto lock = comm->impl->hold();
+    held = comm->impl->adapt_rules();
+    if (held.empty())
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_adapt_rules: parameter adapt is off on this communicator");
+    *rules = held.c_str();
+    return LOOM_SUCCESS;
+}
+
 int loom_comm_state(loom_comm_t comm, const char **state) {
     LOOM_RETURN_IF_ERROR(check_comm(comm));
     if (!state) return fail(LOOM_ERR_INVALID_ARGUMENT, "loom_comm_state: state is NULL");

@@ -575,19 +575,26 @@ void Communicator::finish_active() {
     active_.clear();
 }
 
-Status Communicator::plan_for(const CollArgs &a, bool for_thread, const CachedPlan **out) {
-    if ((*out = plans_.last(a, config_.generation(), for_thread))) return LOOM_SUCCESS;
-    LOOM_RETURN_IF_ERROR(lookup_plan(a, for_thread, out));
-    plans_.remember_last(a, config_.generation(), *out, for_thread);
+Status Communicator::plan_for(const CollArgs &a, bool for_thread, const CachedPlan **out,
+                              const AlgorithmInfo *adapted) {
+    if ((*out = plans_.last(a, config_.generation(), for_thread, adapted))) return LOOM_SUCCESS;
+    LOOM_RETURN_IF_ERROR(lookup_plan(a, for_thread, out, adapted));
+    plans_.remember_last(a, config_.generation(), *out, for_thread, adapted);
     return LOOM_SUCCESS;
 }
 
-Status Communicator::lookup_plan(const CollArgs &a, bool for_thread, const CachedPlan **out) {
-    PlanKey key = PlanKey::of(a, config_.generation(), for_thread);
+Status Communicator::lookup_plan(const CollArgs &a, bool for_thread, const CachedPlan **out,
+                                 const AlgorithmInfo *adapted) {
+    PlanKey key = PlanKey::of(a, config_.generation(), for_thread, adapted);
     if ((*out = plans_.find(key))) return LOOM_SUCCESS;
     Selection sel;
     PlanKnobs knobs = knobs_for(a);
-    LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel, knobs));
+    if (adapted) {
+        sel.algorithm = adapted;
+        sel.why = "adapt: measured on this communicator";
+    } else {
+        LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel, knobs));
+    }
     ++plan_builds_;
     sel.apply_knobs(&knobs);  // a rule's segment size, radix ...
     Program program = build_program(*sel.algorithm, a, knobs, rank());
@@ -773,7 +780,7 @@ Status Communicator::init(CollArgs args, const CallData &call, std::unique_ptr<R
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_, &plan, adapted_choice(args)));
     req->persistent_ = true;
     req->finished_ = true;  // inactive until started
     req->plan_ = *plan;
@@ -820,7 +827,7 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     complete_args(args, call.type, call.in_place);
 
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_ && !blocking, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_ && !blocking, &plan, adapted_choice(args)));
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1) say_choice(args, *plan, verbose);
     return launch(req, args, call, *plan, blocking);
@@ -848,8 +855,25 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
     if (cuda_driver_loaded() &&
         (memory_type_of(recvbuf) == MemoryType::cuda || (!in_place && memory_type_of(sendbuf) == MemoryType::cuda)))
         return false;
+    if (adapt_) return repeat_slots_adapted(sendbuf, in_place, recvbuf, type, op, status);
     last_algorithm_[static_cast<int>(c)] = k.name;
     *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce, k.signature);
+    return true;
+}
+
+bool Communicator::repeat_slots_adapted(const void *sendbuf, bool in_place, void *recvbuf, loom_datatype_t type,
+                                        loom_op_t op, Status *status) {
+    const SlotShape &k = slot_shape_;
+    if (!adaptable(k.args)) return false;
+    const AdaptClass cls = AdaptClass::of(k.args.collective, in_place, message_bytes(k.args));
+    if (!adapt_->knows(cls)) return false;
+    // Timed on the path the call takes when it repeats, or the slots would be judged by the general path's cost.
+    const AdaptiveChoice::Turn turn = adapt_->next(cls);
+    if (!turn.algorithm || std::strcmp(turn.algorithm->name, k.name) != 0) return false;
+    last_algorithm_[static_cast<int>(k.args.collective)] = k.name;
+    const uint64_t start = now_ns();
+    *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce, k.signature);
+    if (*status == LOOM_SUCCESS) *status = adapted_call_done(turn, now_ns() - start, true);
     return true;
 }
 
@@ -996,11 +1020,87 @@ Status Communicator::run(CollArgs &args, const CallData &call) {
     if (!blocking_) blocking_ = make_request();
     started_any_ = true;
     complete_args(args, call.type, call.in_place);
+    if (adapting() && adaptable(args)) return run_adapted(args, call);
     const CachedPlan *plan = nullptr;
     LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan));
     const long long verbose = config_.integer(kParamVerbose);
     if (verbose >= 1) say_choice(args, *plan, verbose);
     return plan->runner->run(*this, args, call, *plan);
+}
+
+void Communicator::decide_adapt() {
+    adapt_generation_ = config_.generation();
+    if (!config_.integer(kParamAdapt)) {
+        adapt_.reset();
+        return;
+    }
+    // Other parameters may choose otherwise now: learn again.
+    if (adapt_) adapt_->clear();
+    else adapt_ = std::make_unique<AdaptiveChoice>();
+}
+
+bool Communicator::adaptable(const CollArgs &args) const {
+    switch (args.collective) {
+        case Collective::allreduce:
+        case Collective::reduce_scatter:
+        case Collective::reduce_scatter_block:
+        case Collective::allgather:
+        case Collective::alltoall: break;
+        default: return false;  // the vector collectives' sizes differ between ranks
+    }
+    return !args.internal && args.memory == MemoryType::host && size_ > 1 && message_bytes(args) > 0 &&
+           forced_algorithm(config_, args.collective) == "auto";
+}
+
+const AlgorithmInfo *Communicator::adapted_choice(const CollArgs &args) {
+    if (!adapting() || !adaptable(args)) return nullptr;
+    const AlgorithmInfo *a = adapt_->current(AdaptClass::of(args.collective, args.in_place, message_bytes(args)));
+    return a && why_not_applicable(*a, args).empty() ? a : nullptr;
+}
+
+std::vector<const AlgorithmInfo *> Communicator::adapt_candidates(const CollArgs &args) {
+    Explanation e;
+    std::vector<const AlgorithmInfo *> out;
+    if (explain_selection(config_, args, &e, knobs_for(args)) != LOOM_SUCCESS || !e.selection.algorithm) return out;
+    out.push_back(e.selection.algorithm);
+    for (const Prediction &p : e.candidates)
+        if (p.us >= 0 && p.algorithm != e.selection.algorithm) out.push_back(p.algorithm);
+    return out;
+}
+
+Status Communicator::run_adapted(CollArgs &args, const CallData &call) {
+    const AdaptClass cls = AdaptClass::of(args.collective, args.in_place, message_bytes(args));
+    if (!adapt_->knows(cls)) adapt_->set_candidates(cls, adapt_candidates(args));
+    const AdaptiveChoice::Turn turn = adapt_->next(cls);
+    // A candidate of the class that cannot run this count: the selector's choice runs, untimed.
+    const bool fits = turn.algorithm && why_not_applicable(*turn.algorithm, args).empty();
+    const CachedPlan *plan = nullptr;
+    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan, fits ? turn.algorithm : nullptr));
+    const long long verbose = config_.integer(kParamVerbose);
+    if (verbose >= 1) say_choice(args, *plan, verbose);
+    const uint64_t start = now_ns();
+    LOOM_RETURN_IF_ERROR(plan->runner->run(*this, args, call, *plan));
+    return adapted_call_done(turn, now_ns() - start, fits);
+}
+
+Status Communicator::adapted_call_done(const AdaptiveChoice::Turn &turn, uint64_t ns, bool measured) {
+    if (!adapt_->finished(turn, ns, measured)) return LOOM_SUCCESS;
+    // Every rank reaches this call of the class: agree on the times, then decide alike.
+    std::vector<int64_t> summary = adapt_->summary(turn.cls, rails_changes_.load(std::memory_order_relaxed));
+    LOOM_RETURN_IF_ERROR(allreduce_int64(summary.data(), summary.size(), LOOM_MAX));
+    adapt_->agree(turn.cls, summary, rails_attached_.load(std::memory_order_acquire) && nodes_.nodes() > 1);
+    return LOOM_SUCCESS;
+}
+
+std::string Communicator::adapt_state() {
+    if (!adapting()) return "off";
+    return adapt_->describe();
+}
+
+std::string Communicator::adapt_rules() {
+    if (!adapting()) return {};
+    const int ppn = nodes_.uniform() ? nodes_.max_ranks_per_node() : 0;
+    return adapt_->rules_json(size_, nodes_.nodes(), ppn);
 }
 
 void Communicator::refresh_trace() {

@@ -22,6 +22,7 @@
 #include "runtime/plan_cache.hpp"
 #include "runtime/progress_thread.hpp"
 #include "runtime/trace.hpp"
+#include "select/adapt.hpp"
 #include "select/selector.hpp"
 #include "transport/router.hpp"
 #include "transport/setup_context.hpp"
@@ -229,9 +230,13 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // why they were left out (each such communicator counts one fallback).
     const std::string &rails_state() const { return rails_state_; }
     // A rail left out or back, with its time, after the rails' description.
-    void rails_changed(const std::string &event) override { rails_state_ += "; " + event; }
+    void rails_changed(const std::string &event) override {
+        rails_state_ += "; " + event;
+        rails_changes_.fetch_add(1, std::memory_order_relaxed);
+    }
     void rails_left_out(std::string why) override {
         rails_state_ = "off: " + std::move(why);
+        rails_changes_.fetch_add(1, std::memory_order_relaxed);
         ++rails_fallbacks_;
     }
     uint64_t rails_fallbacks() const { return rails_fallbacks_; }
@@ -296,6 +301,10 @@ class Communicator final : public SetupContext, public ThreadDriven {
     bool arm_for_thread_sleep(std::vector<int> *fds) override;
     // "off", or "on: N calls driven by the thread, M by the caller (why)".
     std::string progress_state() const;
+    // What adapt learnt, a line per size class ("off" when off), and the
+    // same as a loom-rules(5) document (empty when off).
+    std::string adapt_state();
+    std::string adapt_rules();
     // Keeps the progress thread out while the caller reads the
     // communicator's state (its counters) from outside a call.
     std::unique_lock<std::recursive_mutex> hold() {
@@ -346,8 +355,32 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // cached needs none.
     PlanKnobs knobs_for(const CollArgs &args) const;
     // The plan for `args`; `for_thread`: for calls the progress thread may drive.
-    Status plan_for(const CollArgs &args, bool for_thread, const CachedPlan **out);
-    Status lookup_plan(const CollArgs &args, bool for_thread, const CachedPlan **out);
+    // `adapted`: the algorithm adaptation chose instead of the selector.
+    Status plan_for(const CollArgs &args, bool for_thread, const CachedPlan **out,
+                    const AlgorithmInfo *adapted = nullptr);
+    Status lookup_plan(const CollArgs &args, bool for_thread, const CachedPlan **out,
+                       const AlgorithmInfo *adapted = nullptr);
+
+    // Online adaptation (parameter adapt, select/adapt.hpp): blocking calls
+    // learn; nonblocking and persistent ones take what was learnt so far,
+    // which changes only inside blocking calls, on every rank alike.
+    bool adapting() {
+        if (adapt_generation_ != config_.generation()) decide_adapt();
+        return adapt_ != nullptr;
+    }
+    void decide_adapt();
+    bool adaptable(const CollArgs &args) const;
+    const AlgorithmInfo *adapted_choice(const CollArgs &args);
+    std::vector<const AlgorithmInfo *> adapt_candidates(const CollArgs &args);
+    Status run_adapted(CollArgs &args, const CallData &call);
+    // A repeated shared-slots call that is the class's turn: run and timed on the fast path.
+    bool repeat_slots_adapted(const void *sendbuf, bool in_place, void *recvbuf, loom_datatype_t type, loom_op_t op,
+                              Status *status);
+    // Counts a call's time; where the class's agreement is due, runs it.
+    Status adapted_call_done(const AdaptiveChoice::Turn &turn, uint64_t ns, bool measured);
+    std::unique_ptr<AdaptiveChoice> adapt_;
+    uint64_t adapt_generation_ = UINT64_MAX;
+    std::atomic<int64_t> rails_changes_{0};
     // Completes args in place (they are the caller's scratch) and starts the
     // plan; a blocking call may be timed (timed_plan_).
     Status start_into(Request &req, CollArgs &args, const CallData &call, bool blocking = false);

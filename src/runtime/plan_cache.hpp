@@ -51,29 +51,33 @@ struct PlanKey {
     NodeCounts node_counts;
     bool internal;
     bool progress_thread;
+    const AlgorithmInfo *adapted;  // what adaptation chose instead of the selector; null: the selector's
 
     // The key's fields, and a call's that match them: every comparison goes through these two lists.
     template <typename Key>
     static auto fields(Key &k) {
         return std::tie(k.collective, k.in_place, k.memory, k.count, k.elem_size, k.config_generation, k.recv_counts,
                         k.recv_displs, k.send_counts, k.send_displs, k.count_matrix, k.node_counts, k.internal,
-                        k.progress_thread);
+                        k.progress_thread, k.adapted);
     }
-    static auto fields_of(const CollArgs &a, const uint64_t &generation, const bool &progress_thread) {
+    static auto fields_of(const CollArgs &a, const uint64_t &generation, const bool &progress_thread,
+                          const AlgorithmInfo *const &adapted) {
         return std::tie(a.collective, a.in_place, a.memory, a.count, a.elem_size, generation, a.recv_counts,
                         a.recv_displs, a.send_counts, a.send_displs, a.count_matrix, a.node_counts, a.internal,
-                        progress_thread);
+                        progress_thread, adapted);
     }
 
     // `progress_thread`: for calls the progress thread may drive.
-    static PlanKey of(const CollArgs &a, uint64_t generation, bool progress_thread = false) {
+    static PlanKey of(const CollArgs &a, uint64_t generation, bool progress_thread = false,
+                      const AlgorithmInfo *adapted = nullptr) {
         PlanKey k{};
-        fields(k) = fields_of(a, generation, progress_thread);
+        fields(k) = fields_of(a, generation, progress_thread, adapted);
         return k;
     }
     // Whether such a call has this key (nothing copied).
-    bool matches(const CollArgs &a, uint64_t generation, bool progress_thread) const {
-        return fields(*this) == fields_of(a, generation, progress_thread);
+    bool matches(const CollArgs &a, uint64_t generation, bool progress_thread,
+                 const AlgorithmInfo *adapted = nullptr) const {
+        return fields(*this) == fields_of(a, generation, progress_thread, adapted);
     }
     bool operator==(const PlanKey &o) const { return fields(*this) == fields(o); }
 };
@@ -86,11 +90,13 @@ class PlanCache {
   public:
     // The last call's plan, if `a` under `generation` is the same call: loops
     // repeat one call, and this skips the hash.
-    const CachedPlan *last(const CollArgs &a, uint64_t generation, bool progress_thread = false) const {
-        return last_plan_ && last_key_.matches(a, generation, progress_thread) ? last_plan_ : nullptr;
+    const CachedPlan *last(const CollArgs &a, uint64_t generation, bool progress_thread = false,
+                           const AlgorithmInfo *adapted = nullptr) const {
+        return last_plan_ && last_key_.matches(a, generation, progress_thread, adapted) ? last_plan_ : nullptr;
     }
-    void remember_last(const CollArgs &a, uint64_t generation, const CachedPlan *plan, bool progress_thread = false) {
-        last_key_ = PlanKey::of(a, generation, progress_thread);
+    void remember_last(const CollArgs &a, uint64_t generation, const CachedPlan *plan, bool progress_thread = false,
+                       const AlgorithmInfo *adapted = nullptr) {
+        last_key_ = PlanKey::of(a, generation, progress_thread, adapted);
         last_plan_ = plan;
     }
     // The plan cached under `key`, now the most recently used; null if none.

@@ -368,6 +368,12 @@ run 4 "reproducible, ring forced, topology nodes=2" "allreduce=ring reduce_scatt
     --mca coll_loom_reproducible 1 --mca coll_loom_allreduce_algorithm ring \
     --mca coll_loom_reduce_scatter_algorithm ring --mca coll_loom_topology nodes=2
 
+# adapt on: test_component's checks hold while the size classes learn, and
+# the stats say what MPI_COMM_WORLD learnt.
+run 3 "adapt" "" --mca coll_loom_adapt 1
+grep -q "^  MPI_COMM_WORLD adapt: allreduce .*: .*; timed: " "$log" ||
+    { echo "FAIL: the stats do not say what adapt learnt"; grep -A12 "coll/loom stats" "$log"; status=1; }
+
 # An invalid topology is reported and the machine's nodes are used (one
 # node here: the one-node rules, shared memory among both ranks).
 run 2 "invalid topology nodes=9" "allreduce=direct allgather=direct" --mca coll_loom_topology nodes=9

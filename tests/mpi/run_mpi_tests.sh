@@ -230,6 +230,30 @@ for np in $(cut -d' ' -f1 "$tmp/hashes" | sort -u); do
         status=1
     fi
 done
+# Parameter adapt (test_adapt.c): every adaptable collective many times
+# over at counts around the rank count, checked exactly, every rank running
+# the same algorithm on every call while the size classes learn and explore.
+# adapt_run NP LABEL [VAR=VALUE...]
+adapt_run() {
+    np=$1 label=$2
+    shift 2
+    xs=
+    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_adapt" >"$tmp/run.out" 2>&1 &&
+        grep -q "^test_adapt np=$np: .* 0 failures$" "$tmp/run.out"; then
+        echo "PASS: $(grep "^test_adapt np=$np:" "$tmp/run.out") ($label)"
+    else
+        echo "FAIL: test_adapt np=$np ($label)"
+        tail -15 "$tmp/run.out"
+        status=1
+    fi
+}
+adapt_run 4 "one node"
+if [ "$mpi_only" != 1 ]; then
+    for np in 1 2 3 5; do adapt_run "$np" "one node"; done
+    adapt_run 4 "2 emulated nodes" LOOM_TOPOLOGY=nodes=2
+    adapt_run 5 "uneven emulated nodes, progress thread on" "LOOM_TOPOLOGY=0,1,1,0,2" LOOM_PROGRESS_THREAD=on
+fi
 # Communicators made, used and freed around libloom's calls
 # (test_comm_lifecycle.c): issue 30's programs, then every scenario under
 # the default selection and every row of forced algorithms, with the
