@@ -931,6 +931,15 @@ int main(int argc, char **argv) {
         fprintf(json, "\n]\n");
         fclose(json);
     }
+    /* What parameter adapt learnt (through coll/loom, its stats say it). */
+    const char *adapt = NULL;
+    if (lc && rank == 0 && loom_comm_adapt_state(lc, &adapt) == LOOM_SUCCESS && strcmp(adapt, "off") != 0)
+        for (const char *line = adapt; *line;) {
+            const char *end = strchr(line, '\n');
+            const int len = end ? (int)(end - line) : (int)strlen(line);
+            printf("# adapt: %.*s\n", len, line);
+            line += len + (end ? 1 : 0);
+        }
     if (lc) loom_comm_free(&lc);
     if (default_comm != MPI_COMM_NULL) MPI_Comm_free(&default_comm);
     if (loom_side_comm != MPI_COMM_NULL) MPI_Comm_free(&loom_side_comm);
