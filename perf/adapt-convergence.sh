@@ -43,9 +43,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 # Where every node can read it: the testbed's nodes have their own /tmp.
 rules=${ADAPT_RULES_DIR:-$PWD}/adapt-convergence-rules.json
+trap 'rm -rf "$out" "$rules"' EXIT
 printf '{"rules": [{"collective": "%s", "bytes": [%s, %s], "algorithm": "%s", "note": "deliberately bad"}]}\n' \
     "$coll" "$size" "$size" "$bad" >"$rules"
 param=$(echo "LOOM_${coll}_ALGORITHM" | tr a-z A-Z)
@@ -71,7 +71,8 @@ for r in $(seq 1 "$reps"); do
     echo "# repetition $r"
     bench bad LOOM_RULES_FILE="$rules"
     bench adapt LOOM_RULES_FILE="$rules" LOOM_ADAPT=1
-    line=$(grep "^# adapt: " "$out/run.txt" | head -1)
+    line=$(grep "^# adapt: $coll " "$out/run.txt" | head -1)
+    [ -n "$line" ] || { echo "adapt-convergence: the adapt run says nothing learnt for $coll:" >&2; cat "$out/run.txt" >&2; exit 1; }
     echo "  $line"
     chosen=$(echo "$line" | sed -n 's/^# adapt: [^:]*: \([a-z_0-9]*\).*/\1/p')
     echo "$chosen" >>"$out/chosen"

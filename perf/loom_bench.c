@@ -50,6 +50,7 @@ struct options {
     double link_gbit; /* per-node network bandwidth for the % of bound column; 0: none */
     int nodes;        /* for the bound: nodes the ranks are spread over */
     const char *csv, *json, *types;
+    const char *adapt_rules; /* --adapt-rules: where rank 0 writes what adapt learnt */
     traffic_t traffic; /* alltoallv, allgatherv: --traffic, --seed */
 };
 
@@ -102,6 +103,7 @@ static void usage(FILE *f) {
             "  --link-bw GBIT  per-node network bandwidth in Gbit/s: adds the %% of the bandwidth bound\n"
             "  --nodes N     nodes the ranks span, for the bound (default 1: the bound uses the whole size)\n"
             "  --csv FILE / --json FILE   machine-readable results alongside\n"
+            "  --adapt-rules FILE  (--api loom, parameter adapt on) write what adapt learnt as a rules file\n"
             "  --interleave-default  (blocking MPI calls, run with coll_loom_priority > 0) time Open MPI's\n"
             "                default collectives and coll/loom in this one process, in alternating\n"
             "                windows; prints one table per side (\"# Side: default\", \"# Side: loom\")\n"
@@ -185,6 +187,9 @@ static int parse_args(int argc, char **argv, struct options *o) {
             ++i;
         } else if (!strcmp(a, "--json") && v) {
             o->json = v;
+            ++i;
+        } else if (!strcmp(a, "--adapt-rules") && v) {
+            o->adapt_rules = v;
             ++i;
         } else if (!strcmp(a, "--traffic") && v) {
             traffic_text = v;
@@ -940,6 +945,16 @@ int main(int argc, char **argv) {
             printf("# adapt: %.*s\n", len, line);
             line += len + (end ? 1 : 0);
         }
+    if (o.adapt_rules && rank == 0) {
+        const char *rules = NULL;
+        FILE *f = NULL;
+        if (!lc || loom_comm_adapt_rules(lc, &rules) != LOOM_SUCCESS)
+            fprintf(stderr, "loom-bench: --adapt-rules: %s\n",
+                    lc ? loom_last_error() : "needs --api loom (through coll/loom, the stats say what was learnt)");
+        else if (!(f = fopen(o.adapt_rules, "w")) || fputs(rules, f) < 0)
+            fprintf(stderr, "loom-bench: --adapt-rules: cannot write %s\n", o.adapt_rules);
+        if (f) fclose(f);
+    }
     if (lc) loom_comm_free(&lc);
     if (default_comm != MPI_COMM_NULL) MPI_Comm_free(&default_comm);
     if (loom_side_comm != MPI_COMM_NULL) MPI_Comm_free(&loom_side_comm);

@@ -4,6 +4,7 @@
 #include "placement.hpp"
 #include "runtime/progress_thread.hpp"
 #include "transport/shm/params.hpp"
+#include "transport/ucx/params.hpp"
 
 #include "engine/cuda/driver.hpp"
 #include "select/call_spec.hpp"
@@ -590,8 +591,14 @@ Status Communicator::lookup_plan(const CollArgs &a, bool for_thread, const Cache
     Selection sel;
     PlanKnobs knobs = knobs_for(a);
     if (adapted) {
-        sel.algorithm = adapted;
-        sel.why = "adapt: measured on this communicator";
+        // The selector's own choice keeps its rule's knobs (segment size, radix ...).
+        Selection chosen;
+        if (select_algorithm(config_, a, &chosen, knobs) == LOOM_SUCCESS && chosen.algorithm == adapted) {
+            sel = std::move(chosen);
+        } else {
+            sel.algorithm = adapted;
+            sel.why = "adapt: measured on this communicator";
+        }
     } else {
         LOOM_RETURN_IF_ERROR(select_algorithm(config_, a, &sel, knobs));
     }
@@ -671,7 +678,7 @@ Status Communicator::prepare(CollArgs args, loom_datatype_t type, bool in_place,
     started_any_ = true;  // the plan's choice depends on the transport: no attaching after this
     complete_args(args, type, in_place);
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan));
+    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan, adapted_choice(args)));
     if (algorithm) *algorithm = plan->algorithm->name;
     return LOOM_SUCCESS;
 }
@@ -855,7 +862,7 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
     if (cuda_driver_loaded() &&
         (memory_type_of(recvbuf) == MemoryType::cuda || (!in_place && memory_type_of(sendbuf) == MemoryType::cuda)))
         return false;
-    if (adapt_) return repeat_slots_adapted(sendbuf, in_place, recvbuf, type, op, status);
+    if (adapt_ && adaptable(k.args)) return repeat_slots_adapted(sendbuf, in_place, recvbuf, type, op, status);
     last_algorithm_[static_cast<int>(c)] = k.name;
     *status = run_slots(k.args, CallData::of(sendbuf, in_place, recvbuf, type, op), k.reduce, k.signature);
     return true;
@@ -864,7 +871,6 @@ bool Communicator::repeat_slots(Collective c, bool in_place, const void *sendbuf
 bool Communicator::repeat_slots_adapted(const void *sendbuf, bool in_place, void *recvbuf, loom_datatype_t type,
                                         loom_op_t op, Status *status) {
     const SlotShape &k = slot_shape_;
-    if (!adaptable(k.args)) return false;
     const AdaptClass cls = AdaptClass::of(k.args.collective, in_place, message_bytes(k.args));
     if (!adapt_->knows(cls)) return false;
     // Timed on the path the call takes when it repeats, or the slots would be judged by the general path's cost.
@@ -1028,15 +1034,35 @@ Status Communicator::run(CollArgs &args, const CallData &call) {
     return plan->runner->run(*this, args, call, *plan);
 }
 
+namespace {
+
+// The values of the parameters that steer a choice: set on one rank only,
+// another parameter (a trace path, a hang limit) must not make that rank
+// learn again while the others go on, or their calls would part ways.
+uint64_t choice_fingerprint(const Config &config) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const ParamSpec &p : param_table()) {
+        if (p.section != ParamSection::algorithms && p.section != ParamSection::knobs &&
+            p.section != ParamSection::selection)
+            continue;
+        for (unsigned char ch : config.raw(p.id)) h = (h ^ ch) * 0x100000001b3ULL;
+        h = (h ^ 0xffu) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+}  // namespace
+
 void Communicator::decide_adapt() {
     adapt_generation_ = config_.generation();
     if (!config_.integer(kParamAdapt)) {
         adapt_.reset();
         return;
     }
-    // Other parameters may choose otherwise now: learn again.
-    if (adapt_) adapt_->clear();
-    else adapt_ = std::make_unique<AdaptiveChoice>();
+    const uint64_t fingerprint = choice_fingerprint(config_);
+    if (!adapt_) adapt_ = std::make_unique<AdaptiveChoice>();
+    else if (fingerprint != adapt_fingerprint_) adapt_->clear();  // the choice may differ now: learn again
+    adapt_fingerprint_ = fingerprint;
 }
 
 bool Communicator::adaptable(const CollArgs &args) const {
@@ -1087,8 +1113,17 @@ Status Communicator::adapted_call_done(const AdaptiveChoice::Turn &turn, uint64_
     if (!adapt_->finished(turn, ns, measured)) return LOOM_SUCCESS;
     // Every rank reaches this call of the class: agree on the times, then decide alike.
     std::vector<int64_t> summary = adapt_->summary(turn.cls, rails_changes_.load(std::memory_order_relaxed));
-    LOOM_RETURN_IF_ERROR(allreduce_int64(summary.data(), summary.size(), LOOM_MAX));
-    adapt_->agree(turn.cls, summary, rails_attached_.load(std::memory_order_acquire) && nodes_.nodes() > 1);
+    const char *user_call = last_algorithm_[static_cast<int>(Collective::allreduce)];
+    const Status st = allreduce_int64(summary.data(), summary.size(), LOOM_MAX);
+    last_algorithm_[static_cast<int>(Collective::allreduce)] = user_call;  // what the user's call ran
+    if (st != LOOM_SUCCESS) {
+        std::fill(summary.begin(), summary.end(), 0);  // nothing learnt: the class moves on unchanged
+        adapt_->agree(turn.cls, summary, false);
+        return st;
+    }
+    const bool rails_carry = rails_attached_.load(std::memory_order_acquire) && nodes_.nodes() > 1 &&
+                             turn.cls.max_bytes() >= static_cast<size_t>(config_.integer(kParamRailMinBytes));
+    adapt_->agree(turn.cls, summary, rails_carry);
     return LOOM_SUCCESS;
 }
 

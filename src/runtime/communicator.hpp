@@ -380,6 +380,7 @@ class Communicator final : public SetupContext, public ThreadDriven {
     Status adapted_call_done(const AdaptiveChoice::Turn &turn, uint64_t ns, bool measured);
     std::unique_ptr<AdaptiveChoice> adapt_;
     uint64_t adapt_generation_ = UINT64_MAX;
+    uint64_t adapt_fingerprint_ = 0;  // of the parameters that steer the choice, when learning began
     std::atomic<int64_t> rails_changes_{0};
     // Completes args in place (they are the caller's scratch) and starts the
     // plan; a blocking call may be timed (timed_plan_).

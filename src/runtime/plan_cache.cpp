@@ -19,7 +19,9 @@ size_t PlanKeyHash::operator()(const PlanKey &k) const {
     mix(static_cast<uint64_t>(k.node_counts.node));
     mix(k.node_counts.total);
     mix(k.node_counts.largest);
-    mix(reinterpret_cast<uintptr_t>(k.adapted));
+    // By name: the hash indexes state the node's processes share, where addresses differ.
+    if (k.adapted)
+        for (const char *c = k.adapted->name; *c; ++c) mix(static_cast<unsigned char>(*c));
     for (const auto *v :
          {&k.recv_counts, &k.recv_displs, &k.send_counts, &k.send_displs, &k.count_matrix, &k.node_counts.counts})
         for (size_t c : *v) mix(c);

@@ -118,9 +118,14 @@ AdaptiveChoice::Turn AdaptiveChoice::next(const AdaptClass &cls) {
     t.cls = cls;
     t.candidate = c.current;
     if (c.learning) {
-        // Every candidate in turn, so slow phases of the machine hit them alike.
+        // Every candidate in turn, so slow phases of the machine hit them alike;
+        // every other round backwards, so that no candidate always follows the
+        // same one (a call that starts while the last one's messages drain is slower).
         const uint64_t first = c.window_end - c.candidates.size() * static_cast<uint64_t>(limits_.first_rounds);
-        t.candidate = static_cast<size_t>((c.calls - first) % c.candidates.size());
+        const size_t n = c.candidates.size();
+        const uint64_t i = c.calls - first;
+        const size_t j = static_cast<size_t>(i % n);
+        t.candidate = (i / n) % 2 == 0 ? j : n - 1 - j;
         t.exploring = t.candidate != c.current;
     } else if (c.calls == c.explore_at) {
         t.candidate = c.explore_candidate;
@@ -139,7 +144,7 @@ bool AdaptiveChoice::finished(const Turn &turn, uint64_t ns, bool measured) {
     const bool warm_up = c.learning && call - first < c.candidates.size();  // plans built, caches cold
     if (measured && !warm_up) c.candidates[turn.candidate].add(ns, limits_.kept_samples);
     if (c.candidates.size() < 2) return false;  // nothing to choose between
-    return c.calls == c.window_end;
+    return c.calls >= c.window_end;
 }
 
 std::vector<int64_t> AdaptiveChoice::summary(const AdaptClass &cls, int64_t rails_changes) const {
@@ -177,7 +182,11 @@ void AdaptiveChoice::start_window(Class &c, uint64_t window) {
 void AdaptiveChoice::agree(const AdaptClass &cls, const std::vector<int64_t> &combined, bool rails_matter) {
     Class &c = classes_.at(cls);
     const size_t n = c.candidates.size();
-    if (combined.size() != n + 2) return;
+    if (combined.size() != n + 2) {  // not this class's summary: move on unchanged
+        c.learning = false;
+        start_window(c, limits_.min_window);
+        return;
+    }
     if (combined[0] > c.rails_changes) {
         c.rails_changes = combined[0];
         if (rails_matter) {

@@ -253,6 +253,10 @@ if [ "$mpi_only" != 1 ]; then
     for np in 1 2 3 5; do adapt_run "$np" "one node"; done
     adapt_run 4 "2 emulated nodes" LOOM_TOPOLOGY=nodes=2
     adapt_run 5 "uneven emulated nodes, progress thread on" "LOOM_TOPOLOGY=0,1,1,0,2" LOOM_PROGRESS_THREAD=on
+    if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
+        adapt_run 4 "2 emulated nodes, 2 UCX rails" LOOM_TOPOLOGY=nodes=2 LOOM_RAILS=lo,lo LOOM_UCX_TLS=tcp \
+            LOOM_RAIL_MIN_BYTES=0
+    fi
 fi
 # Communicators made, used and freed around libloom's calls
 # (test_comm_lifecycle.c): issue 30's programs, then every scenario under

@@ -93,6 +93,23 @@ TEST(Adapt, SwitchesToAnAlgorithmThatIsLastinglyFaster) {
     EXPECT_EQ(ranks.learners[0].switches(), 1u);
 }
 
+TEST(Adapt, ACallSlowedByTheOneBeforeItDoesNotMisleadTheFirstRounds) {
+    const AlgorithmInfo *direct = algo("direct"), *rab = algo("rabenseifner"), *ring = algo("ring"),
+                        *rd = algo("recursive_doubling");
+    Ranks ranks(2, {direct, rab, ring, rd});
+    // The call after a direct one starts while its messages drain: 1 ms more.
+    const AlgorithmInfo *previous = nullptr;
+    int seen = 0;
+    auto times = [&](int, uint64_t, const AlgorithmInfo *a) {
+        const double base = a == direct ? 5e6 : a == rab ? 0.9e6 : a == ring ? 1.0e6 : 1.2e6;
+        const double t = base + (previous == direct ? 1e6 : 0);
+        if (++seen % 2 == 0) previous = a;  // both ranks ran it
+        return t;
+    };
+    for (int i = 0; i < 16; ++i) ranks.call(times);
+    EXPECT_EQ(ranks.current(), rab) << ranks.learners[0].describe();
+}
+
 TEST(Adapt, NoiseAloneNeverSwitches) {
     const AlgorithmInfo *ring = algo("ring"), *rab = algo("rabenseifner");
     for (unsigned seed = 1; seed <= 5; ++seed) {
@@ -169,6 +186,41 @@ TEST(Adapt, ARailChangeForgetsWhatWasLearnt) {
     EXPECT_NE(ranks.learners[0].describe().find("a rail left or came back"), std::string::npos);
     for (int i = 0; i < 8; ++i) ranks.call(times);  // learning again from the selector's choice
     EXPECT_EQ(ranks.current(), ring) << ranks.learners[0].describe();
+}
+
+TEST(Adapt, CallsThatRanSomethingElseAreCountedButNotTimed) {
+    const AlgorithmInfo *ring = algo("ring"), *rab = algo("rabenseifner");
+    AdaptiveChoice learner;
+    const AdaptClass cls = AdaptClass::of(Collective::allreduce, false, 4096);
+    learner.set_candidates(cls, {ring, rab});
+    int agreements = 0;
+    for (int i = 0; i < 200; ++i) {
+        const AdaptiveChoice::Turn t = learner.next(cls);
+        // rabenseifner never fits this class's counts: the selector's choice ran instead, untimed.
+        if (learner.finished(t, 1000000, t.algorithm == ring)) {
+            learner.agree(cls, learner.summary(cls, 0), false);
+            ++agreements;
+        }
+    }
+    EXPECT_EQ(learner.current(cls), ring);
+    EXPECT_GE(agreements, 3);  // the windows still end and agree
+    EXPECT_NE(learner.describe().find("rabenseifner not yet timed"), std::string::npos) << learner.describe();
+}
+
+TEST(Adapt, ASummaryOfTheWrongShapeMovesTheClassOnUnchanged) {
+    const AlgorithmInfo *ring = algo("ring"), *rab = algo("rabenseifner");
+    AdaptiveChoice learner;
+    const AdaptClass cls = AdaptClass::of(Collective::allreduce, false, 4096);
+    learner.set_candidates(cls, {ring, rab});
+    for (int i = 0; i < 8; ++i) {
+        const AdaptiveChoice::Turn t = learner.next(cls);
+        if (learner.finished(t, t.algorithm == rab ? 1000 : 2000)) learner.agree(cls, {0, 1}, false);
+    }
+    EXPECT_EQ(learner.current(cls), ring);
+    // The next window's end comes 64 calls later, not on every call.
+    int due = 0;
+    for (int i = 0; i < 63; ++i) due += learner.finished(learner.next(cls), 1000);
+    EXPECT_EQ(due, 0);
 }
 
 TEST(Adapt, OneCandidateNeverNeedsAgreement) {
