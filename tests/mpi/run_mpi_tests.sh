@@ -195,21 +195,27 @@ fi
 # forced in turn gives the bits of the first call, on every rank; and runs
 # on the same ranks print the same hash of the results whatever the nodes,
 # the progress thread or the rails.
-# reproducible NP LABEL [VAR=VALUE...]
-reproducible() {
-    np=$1 label=$2
-    shift 2
+# run_program PROGRAM NP LABEL [VAR=VALUE...]: passes when PROGRAM's line
+# "PROGRAM np=NP: ... 0 failures" shows; its output stays in $tmp/run.out.
+run_program() {
+    prog=$1 np=$2 label=$3
+    shift 3
     xs=
     [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
-    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_reproducible" >"$tmp/run.out" 2>&1 &&
-        grep -q "^test_reproducible np=$np: .* 0 failures$" "$tmp/run.out"; then
-        echo "PASS: $(grep "^test_reproducible np=$np:" "$tmp/run.out") ($label)"
-        echo "$np $(sed -n 's/.*results hash \([0-9a-f]*\),.*/\1/p' "$tmp/run.out") $label" >>"$tmp/hashes"
-    else
-        echo "FAIL: test_reproducible np=$np ($label)"
-        tail -15 "$tmp/run.out"
-        status=1
+    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/$prog" >"$tmp/run.out" 2>&1 &&
+        grep -q "^$prog np=$np: .* 0 failures$" "$tmp/run.out"; then
+        echo "PASS: $(grep "^$prog np=$np:" "$tmp/run.out") ($label)"
+        return 0
     fi
+    echo "FAIL: $prog np=$np ($label)"
+    tail -15 "$tmp/run.out"
+    status=1
+    return 1
+}
+# reproducible NP LABEL [VAR=VALUE...]
+reproducible() {
+    run_program test_reproducible "$@" &&
+        echo "$1 $(sed -n 's/.*results hash \([0-9a-f]*\),.*/\1/p' "$tmp/run.out") $2" >>"$tmp/hashes"
 }
 : >"$tmp/hashes"
 reproducible 4 "one node"
@@ -217,6 +223,7 @@ if [ "$mpi_only" != 1 ]; then
     for np in 1 2 3 5 8; do reproducible "$np" "one node"; done
     reproducible 4 "2 emulated nodes" LOOM_TOPOLOGY=nodes=2
     reproducible 4 "progress thread on" LOOM_PROGRESS_THREAD=on
+    reproducible 4 "adapt on" LOOM_ADAPT=1
     reproducible 5 "uneven emulated nodes" "LOOM_TOPOLOGY=0,1,1,0,2;rails=2"
     if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
         reproducible 4 "2 emulated nodes, 2 UCX rails" LOOM_TOPOLOGY=nodes=2 LOOM_RAILS=lo,lo LOOM_UCX_TLS=tcp \
@@ -234,20 +241,7 @@ done
 # over at counts around the rank count, checked exactly, every rank running
 # the same algorithm on every call while the size classes learn and explore.
 # adapt_run NP LABEL [VAR=VALUE...]
-adapt_run() {
-    np=$1 label=$2
-    shift 2
-    xs=
-    [ $hydra = yes ] || for v; do xs="$xs -x ${v%%=*}"; done
-    if env "$@" timeout 300 "$MPIEXEC" $xs $oversubscribe -np "$np" "$dir/test_adapt" >"$tmp/run.out" 2>&1 &&
-        grep -q "^test_adapt np=$np: .* 0 failures$" "$tmp/run.out"; then
-        echo "PASS: $(grep "^test_adapt np=$np:" "$tmp/run.out") ($label)"
-    else
-        echo "FAIL: test_adapt np=$np ($label)"
-        tail -15 "$tmp/run.out"
-        status=1
-    fi
-}
+adapt_run() { run_program test_adapt "$@"; }
 adapt_run 4 "one node"
 if [ "$mpi_only" != 1 ]; then
     for np in 1 2 3 5; do adapt_run "$np" "one node"; done
