@@ -26,7 +26,7 @@ grep -q "^MPIFORT = ." Makefile && fortran=tests/mpi/test_fortran
 # -O1: what is checked is correctness under MPICH, at half the compile time.
 make -j"$(nproc)" "LOOM_OPT_FLAGS=-O1 -g" src/libloom.la src/loom-info perf/loom-bench \
     tests/mpi/test_mpi_collectives tests/mpi/test_mpi_errors tests/mpi/test_progress_thread \
-    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch tests/mpi/test_reproducible \
+    tests/mpi/test_comm_lifecycle_libloom tests/mpi/test_hang_report tests/mpi/test_mismatch tests/mpi/test_reproducible tests/mpi/test_adapt \
     perf/loom-soak \
     pmpi/libloom-mpi.la tests/mpi/test_component tests/mpi/test_component_linked tests/mpi/test_comm_lifecycle \
     tests/mpi/bad_input tests/mpi/test_large_count $fortran >/dev/null
