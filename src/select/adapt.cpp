@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "select/selector.hpp"
+
 namespace loom {
 
 const ParamId kParamAdapt = declare_param(
@@ -20,15 +22,6 @@ const ParamId kParamAdapt = declare_param(
      0, 1, Collective::allreduce});
 
 namespace {
-
-std::string size_text(size_t b) {
-    char s[32];
-    if (b >= (size_t(1) << 30)) std::snprintf(s, sizeof s, "%zu GiB", b >> 30);
-    else if (b >= (size_t(1) << 20)) std::snprintf(s, sizeof s, "%zu MiB", b >> 20);
-    else if (b >= 1024) std::snprintf(s, sizeof s, "%zu KiB", b >> 10);
-    else std::snprintf(s, sizeof s, "%zu B", b);
-    return s;
-}
 
 std::string time_text(double ns) {
     char s[32];
@@ -56,15 +49,14 @@ AdaptClass AdaptClass::of(Collective c, bool in_place, size_t bytes) {
 }
 
 std::string AdaptClass::text() const {
-    return std::string(collective_name(collective)) + " " + size_text(min_bytes()) + "-" +
-           size_text(size_t(2) << log2_bytes) + (in_place ? " (in place)" : "");
+    return std::string(collective_name(collective)) + " " + bytes_text(min_bytes()) + "-" +
+           bytes_text(size_t(2) << log2_bytes) + (in_place ? " (in place)" : "");
 }
 
 void AdaptiveChoice::Candidate::add(uint64_t ns, size_t keep) {
     if (recent.size() < keep) recent.push_back(ns);
     else recent[next_slot] = ns;
     next_slot = (next_slot + 1) % keep;
-    ++samples;
 }
 
 double AdaptiveChoice::Candidate::median(size_t last) const {
@@ -107,6 +99,7 @@ void AdaptiveChoice::begin_learning(Class &c) {
         k.agreed_ns = -1;
     }
     c.learning = c.candidates.size() > 1;
+    c.learning_from = c.calls;
     c.window_end = c.calls + c.candidates.size() * static_cast<uint64_t>(limits_.first_rounds);
     c.explore_at = UINT64_MAX;
     c.explore_next = 1;
@@ -121,9 +114,8 @@ AdaptiveChoice::Turn AdaptiveChoice::next(const AdaptClass &cls) {
         // Every candidate in turn, so slow phases of the machine hit them alike;
         // every other round backwards, so that no candidate always follows the
         // same one (a call that starts while the last one's messages drain is slower).
-        const uint64_t first = c.window_end - c.candidates.size() * static_cast<uint64_t>(limits_.first_rounds);
         const size_t n = c.candidates.size();
-        const uint64_t i = c.calls - first;
+        const uint64_t i = c.calls - c.learning_from;
         const size_t j = static_cast<size_t>(i % n);
         t.candidate = (i / n) % 2 == 0 ? j : n - 1 - j;
         t.exploring = t.candidate != c.current;
@@ -140,8 +132,7 @@ bool AdaptiveChoice::finished(const Turn &turn, uint64_t ns, bool measured) {
     if (c.candidates.empty()) return false;
     const uint64_t call = c.calls++;
     if (turn.exploring) ++c.explored;
-    const uint64_t first = c.window_end - c.candidates.size() * static_cast<uint64_t>(limits_.first_rounds);
-    const bool warm_up = c.learning && call - first < c.candidates.size();  // plans built, caches cold
+    const bool warm_up = c.learning && call - c.learning_from < c.candidates.size();  // plans built, caches cold
     if (measured && !warm_up) c.candidates[turn.candidate].add(ns, limits_.kept_samples);
     if (c.candidates.size() < 2) return false;  // nothing to choose between
     return c.calls >= c.window_end;
@@ -190,7 +181,6 @@ void AdaptiveChoice::agree(const AdaptClass &cls, const std::vector<int64_t> &co
     if (combined[0] > c.rails_changes) {
         c.rails_changes = combined[0];
         if (rails_matter) {
-            ++c.forgotten;
             c.last_decision = "forgotten at call " + std::to_string(c.calls) + ": a rail left or came back";
             begin_learning(c);
             return;
@@ -212,7 +202,6 @@ void AdaptiveChoice::agree(const AdaptClass &cls, const std::vector<int64_t> &co
         c.last_decision = std::string("switched at call ") + std::to_string(c.calls) + " from " +
                           c.candidates[c.current].algorithm->name + " (" + time_text(now_ns) + ")";
         c.current = best;
-        c.since_call = c.calls;
         ++c.switches;
         start_window(c, limits_.min_window);
         return;

@@ -93,7 +93,6 @@ class AdaptiveChoice {
         const AlgorithmInfo *algorithm = nullptr;
         std::vector<uint64_t> recent;  // ring of the latest times, ns
         size_t next_slot = 0;
-        uint64_t samples = 0;
         double agreed_ns = -1;  // every rank's median combined, at the last agreement
         void add(uint64_t ns, size_t keep);
         // Of the `last` most recent times (0: all kept).
@@ -104,13 +103,14 @@ class AdaptiveChoice {
         std::vector<Candidate> candidates;
         size_t current = 0;
         uint64_t calls = 0;            // calls of the class so far (the same count on every rank)
-        bool learning = true;          // the first rounds
+        bool learning = true;          // the first rounds,
+        uint64_t learning_from = 0;    // from this call
         uint64_t window = 0;           // steady state: its length,
         uint64_t window_end = 0;       // the call that ends it,
         uint64_t explore_at = 0;       // the call that explores (UINT64_MAX: none),
         size_t explore_candidate = 0;  // which candidate it explores,
         size_t explore_next = 1;       // and whose turn is next
-        uint64_t explored = 0, switches = 0, since_call = 0, forgotten = 0;
+        uint64_t explored = 0, switches = 0;
         int64_t rails_changes = 0;
         std::string last_decision;
     };

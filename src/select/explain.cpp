@@ -9,13 +9,13 @@
 #include "select/rules.hpp"
 
 namespace loom {
-namespace {
-
 std::string bytes_text(size_t b) {
     if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
     if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
     return std::to_string(b) + " B";
 }
+
+namespace {
 
 std::string names_text(const std::vector<std::string> &names) {
     std::string s;

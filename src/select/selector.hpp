@@ -81,5 +81,7 @@ std::string format_explanation(const CollArgs &args, const Explanation &e);
 std::string explanation_line(const CollArgs &args, const Explanation &e);
 // "allreduce 1 MiB on 8 ranks (4 nodes x 2)": what a call is, in words.
 std::string call_text(const CollArgs &args);
+// "4 MiB", "3 KiB", "100 B": in the largest unit that divides it.
+std::string bytes_text(size_t bytes);
 
 }  // namespace loom
