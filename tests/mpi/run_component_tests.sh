@@ -454,6 +454,33 @@ else
 fi
 rm -rf "$tune"
 
+# loom-tune --adapt: one libloom run per collective with adapt on writes
+# what adapt learnt as a rules file that loom-info takes, each choice with
+# the times it was learnt from; loom-bench --adapt-rules through plain MPI
+# says why it wrote nothing.
+tune=$(mktemp -d)
+if LOOM_BENCH="$build/perf/loom-bench" LOOM_INFO="$build/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" \
+    --adapt -c allreduce -m 8:64 -n 3 -o "$tune/out" -b "-i 60 -x 4" --mpirun "$MPIEXEC --oversubscribe" >"$tune/log" 2>&1 &&
+    [ "$(grep -c '"note": "learnt by adapt over' "$tune/out/rules.json")" -eq 4 ] &&
+    LOOM_RULES_FILE="$tune/out/rules.json" "$build/src/loom-info" --explain "allreduce 16 np=3" |
+    grep -q "^  chosen: [a-z_]* (rule 1 of $tune/out/rules.json: learnt by adapt over [0-9]* calls: "; then
+    echo "PASS: loom-tune --adapt (4 size classes learnt, loom-info --explain chooses by them)"
+else
+    echo "FAIL: loom-tune --adapt"
+    cat "$tune/log" "$tune/out/rules.json" 2>/dev/null | tail -30
+    status=1
+fi
+"$MPIEXEC" --oversubscribe -np 1 "$build/perf/loom-bench" allreduce -m 8:8 -i 2 -x 1 --adapt-rules "$tune/none.json" \
+    >"$tune/log" 2>&1 || true
+if grep -q "loom-bench: --adapt-rules: needs --api loom" "$tune/log" && [ ! -e "$tune/none.json" ]; then
+    echo "PASS: loom-bench --adapt-rules through plain MPI says why it wrote nothing"
+else
+    echo "FAIL: loom-bench --adapt-rules through plain MPI"
+    cat "$tune/log"
+    status=1
+fi
+rm -rf "$tune"
+
 # A job killed before its ranks ever ran a collective leaves named inboxes
 # (their owners died before the peers mapped them); the next job's first
 # inbox creation removes those whose owner is gone.
