@@ -30,7 +30,8 @@ const ParamId kParamCostModel = declare_param(
     ParamSection::selection,
     {"cost_model", ParamType::cost_model, "", 5,
      "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
-     "reduce=8GB/s,copy=16GB/s,shm_max=128KiB\": per link latency:bandwidth[:core time per message] (any subset; "
+     "reduce=8GB/s,copy=16GB/s,shm_max=128KiB,stripe_min=64KiB\": per link latency:bandwidth[:core time per "
+     "message], a net message from stripe_min cut over every rail, rail_rates=1:0.5 for unequal rails (any subset; "
      "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
      0, 0, Collective::allreduce, nullptr, check_cost_model});
 
@@ -125,9 +126,28 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             long long bytes = 0;
             if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 128KiB)");
             m.shm_max_bytes = static_cast<size_t>(bytes);
+        } else if (key == "stripe_min") {
+            long long bytes = 0;
+            if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 64KiB)");
+            m.stripe_min_bytes = static_cast<size_t>(bytes);
+        } else if (key == "rail_rates") {
+            std::vector<double> rates;
+            std::stringstream list(value);
+            std::string rate;
+            while (std::getline(list, rate, ':')) {
+                char *end = nullptr;
+                const double v = std::strtod(rate.c_str(), &end);
+                if (rate.empty() || *end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= 64)
+                    return bad("up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)");
+                rates.push_back(v);
+            }
+            if (rates.empty() || value.back() == ':')
+                return bad("up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)");
+            m.rail_rates = rates;
         } else {
             return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "cost model: unknown key '" + key + "' (known: shm, intra, net, pcie, reduce, copy, shm_max)");
+                        "cost model: unknown key '" + key +
+                            "' (known: shm, intra, net, pcie, reduce, copy, shm_max, stripe_min, rail_rates)");
         }
     }
     *out = m;
@@ -135,9 +155,16 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
 }
 
 std::string CostModel::describe() const {
-    return "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) + ",net=" + link_text(network) +
-           ",pcie=" + link_text(pcie) + ",reduce=" + bandwidth_text(reduce_us_per_byte) +
-           ",copy=" + bandwidth_text(copy_us_per_byte) + ",shm_max=" + std::to_string(shm_max_bytes);
+    std::string text = "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) +
+                       ",net=" + link_text(network) + ",pcie=" + link_text(pcie) +
+                       ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
+                       ",shm_max=" + std::to_string(shm_max_bytes) + ",stripe_min=" + std::to_string(stripe_min_bytes);
+    for (size_t r = 0; r < rail_rates.size(); ++r) {
+        char rate[32];
+        std::snprintf(rate, sizeof rate, "%s%g", r ? ":" : ",rail_rates=", rail_rates[r]);
+        text += rate;
+    }
+    return text;
 }
 
 namespace {
@@ -164,6 +191,10 @@ class Simulation {
                const NodeSymmetry *sym = nullptr)
         : programs_(programs), args_(args), m_(m), sym_(sym), p_(static_cast<int>(programs.size())) {
         unmet_.resize(p_);
+        // Sized once: rail_free() hands out references into it.
+        rail_free_.assign(
+            args_.nodes ? std::max<size_t>(1, args_.nodes->members.size()) * std::max(1, args_.nodes->rails) * 2 : 2,
+            0.0);
         finish_.assign(p_, 0);
         cpu_free_.assign(p_, 0);
         left_.assign(p_, 0);
@@ -260,6 +291,14 @@ class Simulation {
         push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
     }
 
+    // When a node's rail is free going out (way 0) or coming in (way 1).
+    double &rail_free(int node, int rail, int way) {
+        const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
+        const size_t at = (static_cast<size_t>(node) * static_cast<size_t>(rails) + static_cast<size_t>(rail)) * 2 +
+                          static_cast<size_t>(way);
+        return rail_free_[at];
+    }
+
     int node(int r) const { return args_.nodes && args_.nodes->nranks() == args_.nranks ? args_.nodes->node_of[r] : 0; }
     // Simulated positions and communicator ranks.
     int rank_at(int position) const { return sym_ ? sym_->nodes->members[0][position] : position; }
@@ -315,17 +354,34 @@ class Simulation {
                 // in, each shared by all ranks of its node, so that many
                 // nodes sending to one (a gather to a leader) queue at it.
                 // With symmetry, every node's way in is node 0's.
+                // A message of at least stripe_min is cut over every rail
+                // in proportion to their rates, so that all its pieces take
+                // the same time on an idle network.
                 const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
                 const double wire = bytes * l.us_per_byte;
                 double arrival;
                 if (c == kNetwork) {
-                    const int rail = s.lane % rails;
-                    double &out = link_free_[{-1 - node(me), 2 * rail}];
-                    double &in = link_free_[{-1 - (sym_ ? 0 : node(s.peer)), 2 * rail + 1}];
-                    const double begin = std::max({handed, out, in});
-                    if (sym_) note_queue(last_send_, {e.rank, rail}, node(s.peer), handed, begin + wire);
-                    out = in = begin + wire;
-                    arrival = begin + wire + l.alpha_us;
+                    const bool striped = rails > 1 && bytes >= m_.stripe_min_bytes;
+                    double rates = 0;
+                    for (int rail = 0; rail < rails; ++rail) rates += m_.rail_rate(rail);
+                    const int first = striped ? 0 : s.lane % rails, last = striped ? rails - 1 : first;
+                    // The way out and the way in queue apart: flows share
+                    // a link rather than wait their turn, so a sender is
+                    // not held by a receiver busy with another node's
+                    // message, and the way in takes a message from when it
+                    // was handed over (or is free), not when the way out
+                    // reaches it. It is in once both ways have carried it.
+                    double done = handed;
+                    for (int rail = first; rail <= last; ++rail) {
+                        const double piece = striped ? wire / rates : wire / m_.rail_rate(rail);
+                        double &out = rail_free(node(me), rail, 0);
+                        double &in = rail_free(sym_ ? 0 : node(s.peer), rail, 1);
+                        out = std::max(handed, out) + piece;
+                        if (sym_) note_queue(last_send_, {e.rank, rail}, node(s.peer), handed, out);
+                        in = std::max(handed, in) + piece;
+                        done = std::max({done, out, in});
+                    }
+                    arrival = done + l.alpha_us;
                 } else {
                     double &link_free = link_free_[{me, c}];
                     const double begin = std::max(handed, link_free);
@@ -377,7 +433,8 @@ class Simulation {
     std::vector<std::vector<uint32_t>> unmet_;
     std::vector<double> finish_, cpu_free_;
     std::vector<size_t> left_;
-    std::map<std::pair<int, int>, double> link_free_;
+    std::map<std::pair<int, int>, double> link_free_;   // per (rank, link class) within a node
+    std::vector<double> rail_free_;                     // per (node, rail, way out or in)
     std::map<std::pair<int, int>, Message> last_send_;  // per (position, rail): the last message sent on it
     std::map<int, Message> last_take_in_;               // per position: its core's last message taken in
     bool interleaved_ = false;

@@ -43,6 +43,17 @@ struct CostModel {
     double copy_us_per_byte = 1.0 / 16000;
     // Messages up to this size between ranks of one node take the rings.
     size_t shm_max_bytes = 128 * 1024;
+    // Across nodes on several rails, a message of at least this size is cut
+    // over every rail in proportion to the rails' rates, as the UCX rails
+    // stripe it (their rail_stripe_min_bytes); a smaller one takes its
+    // lane's rail.
+    size_t stripe_min_bytes = 64 * 1024;
+    // Each rail's rate as a multiple of `network`'s (rails beyond the list:
+    // 1), for rails of unequal speed; empty: all equal.
+    std::vector<double> rail_rates;
+    double rail_rate(int rail) const {
+        return static_cast<size_t>(rail) < rail_rates.size() ? rail_rates[static_cast<size_t>(rail)] : 1.0;
+    }
 
     // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,pcie=10us:25GB/s,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
     // (a link is LATENCY:BANDWIDTH[:OVERHEAD], the overhead kept when left out):

@@ -1,7 +1,8 @@
 #!/bin/sh
 # loom-plan: its table, CSV and JSON; a 16384-rank machine answered through
 # one node standing for all; --check's agreement with the simulation of
-# every rank; a JSON machine file, and bad ones refused naming the field.
+# every rank; a JSON machine file, and bad ones refused naming the field;
+# the network model loom-tune fits on several rails.
 set -u
 b=${top_builddir:-.}
 plan="$b/src/loom-plan"
@@ -75,6 +76,32 @@ rc=$?
 "$plan" "nodes=4 ppn=2" -m 1MiB >"$tmp/range" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "is not MIN:MAX" "$tmp/range" && pass "bad size range named" || bad "range: rc $rc"
+
+# The model loom-tune fits across nodes on rails of rates 1 and 0.5: ring
+# steps of 100 us + n / (30 bytes/us), the rails' together, make a net rail
+# of 20 MB/s (30 over 1.5) carrying rail_rates; direct's smallest message is
+# wire-bound, so no per-message core time. -a keeps to ring and direct.
+mkdir -p "$tmp/tune/raw"
+for rep in 1 2; do
+    for alg in ring direct; do
+        awk -v alg=$alg 'BEGIN { print "# Size         Avg Latency(us)"
+            for (n = 65536; n <= 4194304; n *= 2) printf "%d %.2f\n", n, (alg == "ring" ? 3 : 3.5) * (100 + n / 30) }' \
+            >"$tmp/tune/raw/allgather.$alg.$rep.txt"
+    done
+done
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather -a ring,direct -r 2 -n 4 \
+    --nodes 4 --rails 2 --rail-rates 1:0.5 --real-nodes --api loom -o "$tmp/tune" >"$tmp/tune.log" 2>&1
+rc=$?
+model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$tmp/tune/rules.json" 2>/dev/null)
+[ $rc = 0 ] && [ "$model" = "net=100us:0.02GB/s:0us,rail_rates=1:0.5" ] &&
+    [ "$(cut -d, -f2 "$tmp/tune/sweep.csv" | sort -u | tr '\n' ' ')" = "algorithm direct ring " ] &&
+    pass "loom-tune's model across nodes on unequal rails: $model" ||
+    bad "loom-tune's rails model: rc $rc, model '$model'; $(tail -5 "$tmp/tune.log")"
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather --rails 2 --rail-rates 1:0.5:2 \
+    -o "$tmp/tune" >"$tmp/tune.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "does not give one rate per rail" "$tmp/tune.log" && pass "loom-tune: rail rates that do not match the rails refused" ||
+    bad "loom-tune --rail-rates 1:0.5:2 on 2 rails: rc $rc"
 
 if command -v gnuplot >/dev/null 2>&1; then
     "$plan" "nodes=4 ppn=2 rails=2" -c allreduce,alltoall -m 64KiB:1MiB --png "$tmp/plan.png" >/dev/null 2>&1 &&

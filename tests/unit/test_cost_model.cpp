@@ -102,6 +102,10 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     ASSERT_EQ(CostModel::parse("net=40us:25MB/s:12us", &m), LOOM_SUCCESS) << last_error_message();
     EXPECT_DOUBLE_EQ(m.network.alpha_us, 40);
     EXPECT_DOUBLE_EQ(m.network.overhead_us, 12);
+    ASSERT_EQ(CostModel::parse("stripe_min=1MiB,rail_rates=1:0.5", &m), LOOM_SUCCESS) << last_error_message();
+    EXPECT_EQ(m.stripe_min_bytes, 1u << 20);
+    EXPECT_DOUBLE_EQ(m.rail_rate(1), 0.5);
+    EXPECT_DOUBLE_EQ(m.rail_rate(2), 1.0);  // beyond the list
     CostModel again;
     ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
     EXPECT_EQ(again.describe(), m.describe());
@@ -113,6 +117,10 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_NE(std::string(last_error_message()).find("unknown key 'wire'"), std::string::npos);
     EXPECT_EQ(CostModel::parse("copy=fast", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(CostModel::parse("net=5us:1GB/s:soon", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(CostModel::parse("rail_rates=1:-2", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("rail_rates='1:-2'"), std::string::npos) << last_error_message();
+    EXPECT_EQ(CostModel::parse("rail_rates=1:", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(CostModel::parse("stripe_min=lots", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(untouched.describe(), CostModel().describe());  // a failed parse changes nothing
 }
 
@@ -142,6 +150,44 @@ TEST(CostModel, MessagesIntoOneNodeQueueAtItsRail) {
     ASSERT_EQ(predict_time(incast, a, m, &us), LOOM_SUCCESS) << last_error_message();
     // Three nodes' links out are free, node 0's way in takes one block at a time.
     EXPECT_NEAR(us, 3 * 4.0 + 2.0, 0.05);
+}
+
+// Direct allgather across 4 nodes: every node sends 3 blocks and receives
+// 3, all posted at once. Flows share the links, so the last block is in
+// after 3 blocks' time; with each message holding the sender's way out
+// and the receiver's way in together it took 5 (node 3's way in waited
+// for the others' ways out to reach it).
+TEST(CostModel, FlowsToSeveralNodesShareTheLinks) {
+    CostModel m = messages_only(2.0, 1.0);
+    m.network = {2.0, 1.0 / 1000};
+    CollArgs a = args(Collective::allgather, 4, 1000);  // 4000-byte blocks: 4 us each
+    const NodeMap nodes = NodeMap::from_labels({0, 1, 2, 3});
+    a.nodes = &nodes;
+    EXPECT_NEAR(predict("direct", a, m), 3 * 4.0 + 2.0, 0.05);
+}
+
+// A message between nodes from stripe_min is cut over every rail by the
+// rails' rates, as the UCX rails stripe it; a smaller one takes its lane's.
+TEST(CostModel, StripesLargeMessagesOverTheRailsByTheirRates) {
+    const AlgorithmInfo incast = {Collective::allgather, "incast", "test", "none", anywhere, incast_build, false};
+    CostModel m = messages_only(2.0, 1.0);
+    m.network = {2.0, 1.0 / 1000};  // 1000 bytes per us per rail
+    m.stripe_min_bytes = 4000;
+    CollArgs a = args(Collective::allgather, 2, 1000);  // one 4000-byte block from rank 1 to rank 0
+    NodeMap nodes = NodeMap::from_labels({0, 1});
+    a.nodes = &nodes;
+    double one = -1, two = -1, unequal = -1, below = -1;
+    ASSERT_EQ(predict_time(incast, a, m, &one), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(one, 4.0 + 2.0, 0.01);
+    nodes.rails = 2;
+    ASSERT_EQ(predict_time(incast, a, m, &two), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(two, 2.0 + 2.0, 0.01);  // half the block on each rail
+    m.rail_rates = {1.0, 0.5};
+    ASSERT_EQ(predict_time(incast, a, m, &unequal), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(unequal, 4.0 / 1.5 + 2.0, 0.01);  // 2/3 and 1/3 of it, done together
+    m.stripe_min_bytes = 4001;
+    ASSERT_EQ(predict_time(incast, a, m, &below), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(below, 4.0 + 2.0, 0.01);  // lane 0: rail 0 alone
 }
 
 TEST(CostModel, ChargesEachMessageToTheSendingAndReceivingCore) {
