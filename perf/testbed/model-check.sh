@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
         -i) iters=$2; shift 2 ;;
         -o) out=$2; shift 2 ;;
         --no-run) run=no; shift ;;
-        -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "model-check: unknown argument '$1' (-h for help)" >&2; exit 2 ;;
     esac
 done
@@ -94,15 +94,16 @@ LOOM_BENCH=$bench LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" \
     -c allgather -a ring,direct -m 65536:4194304 -r 2 -b "-i 8 -x 16" -o "$out/fit" \
     --mpirun "$launcher --map-by node" >"$out/fit.log" 2>&1 || { tail -20 "$out/fit.log" >&2; exit 1; }
 fi
+# --no-run: loom-tune fits again from its raw results, so that a change to
+# the fit shows.
+[ $run = yes ] || LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" --no-run -n "$nodes" --nodes "$nodes" \
+    --rails "$rails" --rail-rates "$rail_rates" --real-nodes --api loom -c allgather -a ring,direct -r 2 \
+    -o "$out/fit" >"$out/fit.log" 2>&1 || { tail -20 "$out/fit.log" >&2; exit 1; }
 model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$out/fit/rules.json")
 [ -n "$model" ] || { echo "model-check: loom-tune fitted no model (see $out/fit.log)" >&2; exit 1; }
 echo "model-check: fitted $model" >&2
 
-# 2. What Loom chooses at every point, and the model's time for it (loom-tune
-# fits again from its raw results, so that --no-run sees a change to the fit).
-[ $run = yes ] || LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" --no-run -n "$nodes" --nodes "$nodes" \
-    --rails "$rails" --rail-rates "$rail_rates" --real-nodes --api loom -c allgather -a ring,direct -r 2 \
-    -o "$out/fit" >"$out/fit.log" 2>&1 || { tail -20 "$out/fit.log" >&2; exit 1; }
+# 2. What Loom chooses at every point, and the model's time for it.
 shape="nodes=$nodes ppn=$ppn rails=$rails type=int8"
 "$build/src/loom-plan" "$shape" -c "$colls" -m "$sizes" --cost-model "$model" -f csv >"$out/plan.csv"
 awk -F, 'NR > 1 && $5 == 1 { print $1, $2, $4, $6 }' "$out/plan.csv" >"$out/chosen.txt"
@@ -139,7 +140,7 @@ fi
 # 4. The table: median of the repetitions against the prediction.
 awk -F, -v reps="$reps" '
     NR == FNR { split($0, f, " "); pred[f[1] "," f[2]] = f[4]; alg[f[1] "," f[2]] = f[3]; key[++n] = f[1] "," f[2]; next }
-    FNR > 1 { k = $1 "," $2; m[k] = m[k] " " $5; cnt[k]++ }
+    FNR > 1 { k = $1 "," $2; if ($3 == alg[k]) { m[k] = m[k] " " $5; cnt[k]++ } }
     END {
         print "collective,bytes,algorithm,predicted_us,measured_us,repetitions,error_pct"
         for (i = 1; i <= n; ++i) {

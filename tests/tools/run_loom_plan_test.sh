@@ -102,6 +102,11 @@ LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run 
 rc=$?
 [ $rc = 2 ] && grep -q "does not give one rate per rail" "$tmp/tune.log" && pass "loom-tune: rail rates that do not match the rails refused" ||
     bad "loom-tune --rail-rates 1:0.5:2 on 2 rails: rc $rc"
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather --rails 2 --rail-rates 0:1 \
+    -o "$tmp/tune" >"$tmp/tune.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "takes positive rates" "$tmp/tune.log" && pass "loom-tune: a rail rate of 0 refused" ||
+    bad "loom-tune --rail-rates 0:1: rc $rc"
 
 if command -v gnuplot >/dev/null 2>&1; then
     "$plan" "nodes=4 ppn=2 rails=2" -c allreduce,alltoall -m 64KiB:1MiB --png "$tmp/plan.png" >/dev/null 2>&1 &&
