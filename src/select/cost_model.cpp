@@ -131,6 +131,7 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 64KiB)");
             m.stripe_min_bytes = static_cast<size_t>(bytes);
         } else if (key == "rail_rates") {
+            const char *expected = "up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)";
             std::vector<double> rates;
             std::stringstream list(value);
             std::string rate;
@@ -138,11 +139,10 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
                 char *end = nullptr;
                 const double v = std::strtod(rate.c_str(), &end);
                 if (rate.empty() || *end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= 64)
-                    return bad("up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)");
+                    return bad(expected);
                 rates.push_back(v);
             }
-            if (rates.empty() || value.back() == ':')
-                return bad("up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)");
+            if (rates.empty() || value.back() == ':') return bad(expected);
             m.rail_rates = rates;
         } else {
             return fail(LOOM_ERR_INVALID_ARGUMENT,
@@ -189,12 +189,16 @@ class Simulation {
   public:
     Simulation(const std::vector<std::unique_ptr<Program>> &programs, const CollArgs &args, const CostModel &m,
                const NodeSymmetry *sym = nullptr)
-        : programs_(programs), args_(args), m_(m), sym_(sym), p_(static_cast<int>(programs.size())) {
+        : programs_(programs),
+          args_(args),
+          m_(m),
+          sym_(sym),
+          p_(static_cast<int>(programs.size())),
+          rails_(args.nodes ? std::max(1, args.nodes->rails) : 1) {
         unmet_.resize(p_);
+        for (int rail = 0; rail < rails_; ++rail) rail_rate_sum_ += m_.rail_rate(rail);
         // Sized once: rail_free() hands out references into it.
-        rail_free_.assign(
-            args_.nodes ? std::max<size_t>(1, args_.nodes->members.size()) * std::max(1, args_.nodes->rails) * 2 : 2,
-            0.0);
+        rail_free_.assign(args_.nodes ? std::max<size_t>(1, args_.nodes->members.size()) * rails_ * 2 : 2, 0.0);
         finish_.assign(p_, 0);
         cpu_free_.assign(p_, 0);
         left_.assign(p_, 0);
@@ -293,8 +297,7 @@ class Simulation {
 
     // When a node's rail is free going out (way 0) or coming in (way 1).
     double &rail_free(int node, int rail, int way) {
-        const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
-        const size_t at = (static_cast<size_t>(node) * static_cast<size_t>(rails) + static_cast<size_t>(rail)) * 2 +
+        const size_t at = (static_cast<size_t>(node) * static_cast<size_t>(rails_) + static_cast<size_t>(rail)) * 2 +
                           static_cast<size_t>(way);
         return rail_free_[at];
     }
@@ -357,14 +360,11 @@ class Simulation {
                 // A message of at least stripe_min is cut over every rail
                 // in proportion to their rates, so that all its pieces take
                 // the same time on an idle network.
-                const int rails = args_.nodes ? std::max(1, args_.nodes->rails) : 1;
                 const double wire = bytes * l.us_per_byte;
                 double arrival;
                 if (c == kNetwork) {
-                    const bool striped = rails > 1 && bytes >= m_.stripe_min_bytes;
-                    double rates = 0;
-                    for (int rail = 0; rail < rails; ++rail) rates += m_.rail_rate(rail);
-                    const int first = striped ? 0 : s.lane % rails, last = striped ? rails - 1 : first;
+                    const bool striped = rails_ > 1 && bytes >= m_.stripe_min_bytes;
+                    const int first = striped ? 0 : s.lane % rails_, last = striped ? rails_ - 1 : first;
                     // The way out and the way in queue apart: flows share
                     // a link rather than wait their turn, so a sender is
                     // not held by a receiver busy with another node's
@@ -373,7 +373,7 @@ class Simulation {
                     // reaches it. It is in once both ways have carried it.
                     double done = handed;
                     for (int rail = first; rail <= last; ++rail) {
-                        const double piece = striped ? wire / rates : wire / m_.rail_rate(rail);
+                        const double piece = striped ? wire / rail_rate_sum_ : wire / m_.rail_rate(rail);
                         double &out = rail_free(node(me), rail, 0);
                         double &in = rail_free(sym_ ? 0 : node(s.peer), rail, 1);
                         out = std::max(handed, out) + piece;
@@ -430,6 +430,8 @@ class Simulation {
     const CostModel &m_;
     const NodeSymmetry *sym_;
     const int p_;
+    const int rails_;           // network rails per node
+    double rail_rate_sum_ = 0;  // the rails' rates together, relative to net
     std::vector<std::vector<uint32_t>> unmet_;
     std::vector<double> finish_, cpu_free_;
     std::vector<size_t> left_;
