@@ -31,7 +31,8 @@ const ParamId kParamCostModel = declare_param(
     {"cost_model", ParamType::cost_model, "", 5,
      "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
      "reduce=8GB/s,copy=16GB/s,shm_max=128KiB,stripe_min=64KiB\": per link latency:bandwidth[:core time per "
-     "message], a net message from stripe_min cut over every rail, rail_rates=1:0.5 for unequal rails (any subset; "
+     "message], a net message from stripe_min cut over every rail, rail_rates=1:0.5 for unequal rails, pml=LINK for net "
+     "messages below rail_min=SIZE (any subset; "
      "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
      0, 0, Collective::allreduce, nullptr, check_cost_model});
 
@@ -85,7 +86,7 @@ std::string link_text(const LinkCost &l) {
 }
 
 // Which link a message takes.
-enum LinkClass { kSharedMemory, kIntraNode, kNetwork };
+enum LinkClass { kSharedMemory, kIntraNode, kNetwork, kPml };
 
 }  // namespace
 
@@ -106,6 +107,7 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
                          : key == "intra" ? &m.intra_node
                          : key == "net"   ? &m.network
                          : key == "pcie"  ? &m.pcie
+                         : key == "pml"   ? &m.pml
                                           : nullptr;
         if (link) {
             const size_t colon = value.find(':');
@@ -122,14 +124,12 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             if (!parse_bandwidth(value, &m.reduce_us_per_byte)) return bad("a bandwidth (e.g. 8GB/s)");
         } else if (key == "copy") {
             if (!parse_bandwidth(value, &m.copy_us_per_byte)) return bad("a bandwidth (e.g. 16GB/s)");
-        } else if (key == "shm_max") {
-            long long bytes = 0;
-            if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 128KiB)");
-            m.shm_max_bytes = static_cast<size_t>(bytes);
-        } else if (key == "stripe_min") {
+        } else if (key == "shm_max" || key == "stripe_min" || key == "rail_min") {
             long long bytes = 0;
             if (!parse_size(value, &bytes) || bytes < 0) return bad("a size (e.g. 64KiB)");
-            m.stripe_min_bytes = static_cast<size_t>(bytes);
+            (key == "shm_max"      ? m.shm_max_bytes
+             : key == "stripe_min" ? m.stripe_min_bytes
+                                   : m.rail_min_bytes) = static_cast<size_t>(bytes);
         } else if (key == "rail_rates") {
             const char *expected = "up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)";
             std::vector<double> rates;
@@ -145,9 +145,10 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             if (rates.empty() || value.back() == ':') return bad(expected);
             m.rail_rates = rates;
         } else {
-            return fail(LOOM_ERR_INVALID_ARGUMENT,
-                        "cost model: unknown key '" + key +
-                            "' (known: shm, intra, net, pcie, reduce, copy, shm_max, stripe_min, rail_rates)");
+            return fail(
+                LOOM_ERR_INVALID_ARGUMENT,
+                "cost model: unknown key '" + key +
+                    "' (known: shm, intra, net, pcie, pml, reduce, copy, shm_max, stripe_min, rail_min, rail_rates)");
         }
     }
     *out = m;
@@ -159,6 +160,7 @@ std::string CostModel::describe() const {
                        ",net=" + link_text(network) + ",pcie=" + link_text(pcie) +
                        ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
                        ",shm_max=" + std::to_string(shm_max_bytes) + ",stripe_min=" + std::to_string(stripe_min_bytes);
+    if (rail_min_bytes > 0) text += ",pml=" + link_text(pml) + ",rail_min=" + std::to_string(rail_min_bytes);
     for (size_t r = 0; r < rail_rates.size(); ++r) {
         char rate[32];
         std::snprintf(rate, sizeof rate, "%s%g", r ? ":" : ",rail_rates=", rail_rates[r]);
@@ -314,12 +316,15 @@ class Simulation {
     }
 
     LinkClass link(int from, int to, size_t bytes) const {
-        if (node(from) != node(to)) return kNetwork;
+        if (node(from) != node(to)) return bytes < m_.rail_min_bytes ? kPml : kNetwork;
         return bytes <= m_.shm_max_bytes ? kSharedMemory : kIntraNode;
     }
 
     const LinkCost &cost(LinkClass c) const {
-        return c == kSharedMemory ? m_.shared_memory : c == kIntraNode ? m_.intra_node : m_.network;
+        return c == kSharedMemory ? m_.shared_memory
+               : c == kIntraNode  ? m_.intra_node
+               : c == kPml        ? m_.pml
+                                  : m_.network;
     }
 
     // Posting a send or receive opens the gate of the next one to that peer.
@@ -362,8 +367,8 @@ class Simulation {
                 // the same time on an idle network.
                 const double wire = bytes * l.us_per_byte;
                 double arrival;
-                if (c == kNetwork) {
-                    const bool striped = rails_ > 1 && bytes >= m_.stripe_min_bytes;
+                if (c == kNetwork || c == kPml) {
+                    const bool striped = c == kNetwork && rails_ > 1 && bytes >= m_.stripe_min_bytes;
                     const int first = striped ? 0 : s.lane % rails_, last = striped ? rails_ - 1 : first;
                     // The way out and the way in queue apart: flows share
                     // a link rather than wait their turn, so a sender is

@@ -39,6 +39,12 @@ struct CostModel {
     // buffers): 10 us and 25 GB/s, a PCIe 4/5 x16 link's order; the device
     // check measures the real one.
     LinkCost pcie{10.0, 1.0 / 25000, 0};
+    // A message between nodes below rail_min_bytes (the rails'
+    // rail_min_bytes) goes through MPI's own point-to-point (the PML), on
+    // this link, queued on its lane's rail as the rails' messages are;
+    // rail_min 0 (the default): every message takes the rails.
+    LinkCost pml{5.0, 1.0 / 1250, 0.5};
+    size_t rail_min_bytes = 0;
     double reduce_us_per_byte = 1.0 / 8000;  // gamma
     double copy_us_per_byte = 1.0 / 16000;
     // Messages up to this size between ranks of one node take the rings.
@@ -56,6 +62,7 @@ struct CostModel {
     }
 
     // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,pcie=10us:25GB/s,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
+    // (also pml=LINK,rail_min=SIZE)
     // (a link is LATENCY:BANDWIDTH[:OVERHEAD], the overhead kept when left out):
     // any subset, in any order; errors name the key and the value.
     static Status parse(const std::string &text, CostModel *out);

@@ -97,6 +97,26 @@ model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$tmp/tune/rules.json" 2>/dev/nul
     [ "$(cut -d, -f2 "$tmp/tune/sweep.csv" | sort -u | tr '\n' ' ')" = "algorithm direct ring " ] &&
     pass "loom-tune's model across nodes on unequal rails: $model" ||
     bad "loom-tune's rails model: rc $rc, model '$model'; $(tail -5 "$tmp/tune.log")"
+# With --rail-min 16384 the ring's messages below it (300 us + n / (10
+# bytes/us)) fit the pml link, those the rails stripe (from 64 KiB) the net
+# link, and those between (unstriped, here far off) neither.
+mkdir -p "$tmp/tune-pml/raw"
+for rep in 1 2; do
+    for alg in ring direct; do
+        awk -v alg=$alg 'BEGIN { print "# Size         Avg Latency(us)"
+            for (n = 4096; n <= 1048576; n *= 2) {
+                t = n < 16384 ? 300 + n / 10 : n < 65536 ? 5000 : 100 + n / 30
+                printf "%d %.2f\n", n, (alg == "ring" ? 3 : 3.5) * t
+            } }' >"$tmp/tune-pml/raw/allgather.$alg.$rep.txt"
+    done
+done
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather -a ring,direct -r 2 -n 4 \
+    --nodes 4 --rails 2 --rail-rates 1:0.5 --rail-min 16384 --real-nodes --api loom -o "$tmp/tune-pml" >"$tmp/tune.log" 2>&1
+rc=$?
+model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$tmp/tune-pml/rules.json" 2>/dev/null)
+[ $rc = 0 ] && [ "$model" = "net=100us:0.02GB/s:0us,rail_rates=1:0.5,pml=300us:0.01GB/s:0us,rail_min=16384" ] &&
+    pass "loom-tune's model with the PML below rail_min: $model" ||
+    bad "loom-tune --rail-min: rc $rc, model '$model'; $(tail -5 "$tmp/tune.log")"
 LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather --rails 2 --rail-rates 1:0.5:2 \
     -o "$tmp/tune" >"$tmp/tune.log" 2>&1
 rc=$?

@@ -106,6 +106,12 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_EQ(m.stripe_min_bytes, 1u << 20);
     EXPECT_DOUBLE_EQ(m.rail_rate(1), 0.5);
     EXPECT_DOUBLE_EQ(m.rail_rate(2), 1.0);  // beyond the list
+    ASSERT_EQ(CostModel::parse("pml=200us:20MB/s:3us,rail_min=16KiB", &m), LOOM_SUCCESS) << last_error_message();
+    EXPECT_DOUBLE_EQ(m.pml.alpha_us, 200);
+    EXPECT_DOUBLE_EQ(m.pml.us_per_byte, 1.0 / 20);
+    EXPECT_DOUBLE_EQ(m.pml.overhead_us, 3);
+    EXPECT_EQ(m.rail_min_bytes, 16u << 10);
+    EXPECT_NE(m.describe().find(",pml=200us:0.02GB/s:3us,rail_min=16384"), std::string::npos) << m.describe();
     CostModel again;
     ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
     EXPECT_EQ(again.describe(), m.describe());
@@ -121,6 +127,9 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_NE(std::string(last_error_message()).find("rail_rates='1:-2'"), std::string::npos) << last_error_message();
     EXPECT_EQ(CostModel::parse("rail_rates=1:", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(CostModel::parse("stripe_min=lots", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(CostModel::parse("rail_min=-1", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("rail_min='-1'"), std::string::npos) << last_error_message();
+    EXPECT_EQ(CostModel::parse("pml=fast", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(untouched.describe(), CostModel().describe());  // a failed parse changes nothing
 }
 
@@ -188,6 +197,37 @@ TEST(CostModel, StripesLargeMessagesOverTheRailsByTheirRates) {
     m.stripe_min_bytes = 4001;
     ASSERT_EQ(predict_time(incast, a, m, &below), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(below, 4.0 + 2.0, 0.01);  // lane 0: rail 0 alone
+}
+
+// Below rail_min a message between nodes goes through the PML: on the pml
+// link's prices, on its lane's rail, never striped; rail_min 0 leaves every
+// message on the rails.
+TEST(CostModel, PricesMessagesBelowRailMinOnThePmlLink) {
+    const AlgorithmInfo incast = {Collective::allgather, "incast", "test", "none", anywhere, incast_build, false};
+    CostModel m = messages_only(2.0, 1.0);
+    m.network = {2.0, 1.0 / 1000};  // 1000 bytes per us per rail
+    m.pml = {30.0, 1.0 / 500};      // 500
+    m.stripe_min_bytes = 1000;
+    CollArgs a = args(Collective::allgather, 2, 1000);  // one 4000-byte block from rank 1 to rank 0
+    NodeMap nodes = NodeMap::from_labels({0, 1});
+    nodes.rails = 2;
+    a.nodes = &nodes;
+    double rails = -1, pml = -1, at_rail_min = -1;
+    ASSERT_EQ(predict_time(incast, a, m, &rails), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(rails, 2.0 + 2.0, 0.01);  // striped over both rails
+    m.rail_min_bytes = 4001;
+    ASSERT_EQ(predict_time(incast, a, m, &pml), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(pml, 8.0 + 30.0, 0.01);  // one rail, at the pml's rate and latency
+    m.rail_min_bytes = 4000;
+    ASSERT_EQ(predict_time(incast, a, m, &at_rail_min), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(at_rail_min, rails, 0.01);
+    // Within a node rail_min changes nothing.
+    NodeMap one = NodeMap::from_labels({0, 0});
+    a.nodes = &one;
+    double within = -1;
+    m.rail_min_bytes = 1 << 20;
+    ASSERT_EQ(predict_time(incast, a, m, &within), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(within, 4.0 + 2.0, 0.01);
 }
 
 TEST(CostModel, ChargesEachMessageToTheSendingAndReceivingCore) {
