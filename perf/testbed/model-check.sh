@@ -1,7 +1,7 @@
 #!/bin/sh
-# The cost model against the testbed: fits the network's latency, rate and
-# per-message core time with loom-tune (ring and direct allgather, one rank
-# per node), then for every collective and size runs the algorithm Loom
+# The cost model against the testbed: fits the network's latency and rate,
+# and the PML's below rail_min_bytes, with loom-tune (ring allgather, the
+# ranks dealt to the nodes in turn), then for every collective and size runs the algorithm Loom
 # chooses on the testbed's shape and prints its measured time (median of
 # interleaved repetitions) beside the model's prediction (loom-plan with
 # the fitted model), with the error of every point.
@@ -90,18 +90,20 @@ if [ $run = yes ]; then
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # 1. The network's parameters: ring allgather steps (rate, latency; below
-# rail_min the PML's) and direct allgather (core time per message), one
-# rank per node; 16 warm-up calls drain the tbf buckets at every size.
-echo "model-check: fitting the network with loom-tune ($nodes ranks, one per node)" >&2
+# rail_min the PML's), the ranks dealt to the nodes in turn so that every
+# step crosses the network with each node's ranks sending at once, as in
+# the collectives (docs/performance.md); 16 warm-up calls drain the tbf
+# buckets at every size.
+echo "model-check: fitting the network with loom-tune ($np ranks dealt to the nodes in turn)" >&2
 LOOM_BENCH=$bench LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" \
-    -n "$nodes" --nodes "$nodes" --rails "$rails" --rail-rates "$rail_rates" --real-nodes --api loom \
-    --rail-min "$rail_min" -c allgather -a ring,direct -m 4096:4194304 -r 2 -b "-i 8 -x 16" -o "$out/fit" \
+    -n "$np" --nodes "$nodes" --rails "$rails" --rail-rates "$rail_rates" --real-nodes --spread --api loom \
+    --rail-min "$rail_min" -c allgather -a ring -m 4096:2097152 -r 2 -b "-i 8 -x 16" -o "$out/fit" \
     --mpirun "$launcher --map-by node" >"$out/fit.log" 2>&1 || { tail -20 "$out/fit.log" >&2; exit 1; }
 fi
 # --no-run: loom-tune fits again from its raw results, so that a change to
 # the fit shows.
-[ $run = yes ] || LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" --no-run -n "$nodes" --nodes "$nodes" \
-    --rails "$rails" --rail-rates "$rail_rates" --rail-min "$rail_min" --real-nodes --api loom -c allgather -a ring,direct -r 2 \
+[ $run = yes ] || LOOM_INFO=$build/src/loom-info sh "$here/../loom-tune" --no-run -n "$np" --nodes "$nodes" \
+    --rails "$rails" --rail-rates "$rail_rates" --rail-min "$rail_min" --real-nodes --spread --api loom -c allgather -a ring -r 2 \
     -o "$out/fit" >"$out/fit.log" 2>&1 || { tail -20 "$out/fit.log" >&2; exit 1; }
 model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$out/fit/rules.json")
 [ -n "$model" ] || { echo "model-check: loom-tune fitted no model (see $out/fit.log)" >&2; exit 1; }

@@ -368,8 +368,10 @@ class Simulation {
                 const double wire = bytes * l.us_per_byte;
                 double arrival;
                 if (c == kNetwork || c == kPml) {
+                    // Through the PML a node's messages move at one rail's
+                    // rate whatever their lanes (docs/performance.md): rail 0.
                     const bool striped = c == kNetwork && rails_ > 1 && bytes >= m_.stripe_min_bytes;
-                    const int first = striped ? 0 : s.lane % rails_, last = striped ? rails_ - 1 : first;
+                    const int first = striped || c == kPml ? 0 : s.lane % rails_, last = striped ? rails_ - 1 : first;
                     // The way out and the way in queue apart: flows share
                     // a link rather than wait their turn, so a sender is
                     // not held by a receiver busy with another node's

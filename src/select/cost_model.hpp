@@ -41,8 +41,8 @@ struct CostModel {
     LinkCost pcie{10.0, 1.0 / 25000, 0};
     // A message between nodes below rail_min_bytes (the rails'
     // rail_min_bytes) goes through MPI's own point-to-point (the PML), on
-    // this link, queued on its lane's rail as the rails' messages are;
-    // rail_min 0 (the default): every message takes the rails.
+    // this link, all of a node's on one rail; rail_min 0 (the default):
+    // every message takes the rails.
     LinkCost pml{5.0, 1.0 / 1250, 0.5};
     size_t rail_min_bytes = 0;
     double reduce_us_per_byte = 1.0 / 8000;  // gamma

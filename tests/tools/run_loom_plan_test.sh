@@ -117,6 +117,27 @@ model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$tmp/tune-pml/rules.json" 2>/dev
 [ $rc = 0 ] && [ "$model" = "net=100us:0.02GB/s:0us,rail_rates=1:0.5,pml=300us:0.01GB/s:0us,rail_min=16384" ] &&
     pass "loom-tune's model with the PML below rail_min: $model" ||
     bad "loom-tune --rail-min: rc $rc, model '$model'; $(tail -5 "$tmp/tune.log")"
+# --spread: 8 ranks dealt to 4 nodes, every ring step carries two messages
+# per node at once: the same step times read twice the rates.
+mkdir -p "$tmp/tune-spread/raw"
+for rep in 1 2; do
+    awk 'BEGIN { print "# Size         Avg Latency(us)"
+        for (n = 4096; n <= 1048576; n *= 2) printf "%d %.2f\n", n, 7 * (n < 16384 ? 300 + n / 10 : n < 65536 ? 5000 : 100 + n / 30) }' \
+        >"$tmp/tune-spread/raw/allgather.ring.$rep.txt"
+done
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather -a ring -r 2 -n 8 \
+    --nodes 4 --rails 2 --rail-rates 1:0.5 --rail-min 16384 --real-nodes --spread --api loom -o "$tmp/tune-spread" \
+    >"$tmp/tune.log" 2>&1
+rc=$?
+model=$(sed -n 's/^  "model": "\(.*\)",$/\1/p' "$tmp/tune-spread/rules.json" 2>/dev/null)
+[ $rc = 0 ] && [ "$model" = "net=100us:0.04GB/s:0us,rail_rates=1:0.5,pml=300us:0.02GB/s:0us,rail_min=16384" ] &&
+    pass "loom-tune --spread counts every node's messages at once: $model" ||
+    bad "loom-tune --spread: rc $rc, model '$model'; $(tail -5 "$tmp/tune.log")"
+LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather -n 8 --nodes 4 --spread \
+    -o "$tmp/tune-spread" >"$tmp/tune.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "spread needs --real-nodes" "$tmp/tune.log" && pass "loom-tune: --spread without real nodes refused" ||
+    bad "loom-tune --spread without --real-nodes: rc $rc"
 LOOM_INFO="$b/src/loom-info" sh "$(dirname "$0")/../../perf/loom-tune" --no-run -c allgather --rails 2 --rail-rates 1:0.5:2 \
     -o "$tmp/tune" >"$tmp/tune.log" 2>&1
 rc=$?

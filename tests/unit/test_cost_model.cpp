@@ -199,9 +199,18 @@ TEST(CostModel, StripesLargeMessagesOverTheRailsByTheirRates) {
     EXPECT_NEAR(below, 4.0 + 2.0, 0.01);  // lane 0: rail 0 alone
 }
 
+// Ranks 1..p-1 each send one block to rank 0, rank r on lane r.
+void laned_incast_build(const CollArgs &a, int rank, ProgramBuilder &b) {
+    if (rank == 0) {
+        for (int r = 1; r < a.nranks; ++r) b.recv(r, output_slice(static_cast<size_t>(r) * a.count, a.count));
+    } else {
+        b.send(0, input_slice(0, a.count), {}, rank);
+    }
+}
+
 // Below rail_min a message between nodes goes through the PML: on the pml
-// link's prices, on its lane's rail, never striped; rail_min 0 leaves every
-// message on the rails.
+// link's prices, never striped, and a node's messages on one rail whatever
+// their lanes; rail_min 0 leaves every message on the rails.
 TEST(CostModel, PricesMessagesBelowRailMinOnThePmlLink) {
     const AlgorithmInfo incast = {Collective::allgather, "incast", "test", "none", anywhere, incast_build, false};
     CostModel m = messages_only(2.0, 1.0);
@@ -221,6 +230,21 @@ TEST(CostModel, PricesMessagesBelowRailMinOnThePmlLink) {
     m.rail_min_bytes = 4000;
     ASSERT_EQ(predict_time(incast, a, m, &at_rail_min), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(at_rail_min, rails, 0.01);
+    // Two ranks of node 1 on lanes 1 and 2: on the rails each takes one;
+    // through the PML they queue on one.
+    const AlgorithmInfo laned = {Collective::allgather, "laned", "test", "none", anywhere, laned_incast_build, false};
+    CollArgs three = args(Collective::allgather, 3, 1000);
+    NodeMap two_nodes = NodeMap::from_labels({0, 1, 1});
+    two_nodes.rails = 2;
+    three.nodes = &two_nodes;
+    m.stripe_min_bytes = SIZE_MAX;
+    m.rail_min_bytes = 0;
+    double laned_rails = -1, laned_pml = -1;
+    ASSERT_EQ(predict_time(laned, three, m, &laned_rails), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(laned_rails, 4.0 + 2.0, 0.01);
+    m.rail_min_bytes = 4001;
+    ASSERT_EQ(predict_time(laned, three, m, &laned_pml), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(laned_pml, 2 * 8.0 + 30.0, 0.01);
     // Within a node rail_min changes nothing.
     NodeMap one = NodeMap::from_labels({0, 0});
     a.nodes = &one;
