@@ -32,7 +32,7 @@ const ParamId kParamCostModel = declare_param(
      "Cost model parameters, e.g. \"shm=1us:8GB/s:0.1us,intra=3us:10GB/s:0.3us,net=5us:1.25GB/s:0.5us,"
      "reduce=8GB/s,copy=16GB/s,shm_max=128KiB,stripe_min=64KiB\": per link latency:bandwidth[:core time per "
      "message], a net message from stripe_min cut over every rail, rail_rates=1:0.5 for unequal rails, pml=LINK for net "
-     "messages below rail_min=SIZE (any subset; "
+     "messages below rail_min=SIZE, node_speeds=1:0.5 and rails_down=1 for nodes that differ (any subset; "
      "empty: the rules file's model, else these defaults). Used by explain and where no rule decides",
      0, 0, Collective::allreduce, nullptr, check_cost_model});
 
@@ -130,25 +130,43 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             (key == "shm_max"      ? m.shm_max_bytes
              : key == "stripe_min" ? m.stripe_min_bytes
                                    : m.rail_min_bytes) = static_cast<size_t>(bytes);
-        } else if (key == "rail_rates") {
-            const char *expected = "up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)";
+        } else if (key == "rail_rates" || key == "node_speeds") {
+            const bool rails = key == "rail_rates";
+            const size_t most = rails ? 64 : 65536;
+            const char *expected = rails ? "up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)"
+                                         : "up to 65536 positive speeds, one per node, ':'-separated (e.g. 1:1:0.5)";
             std::vector<double> rates;
             std::stringstream list(value);
             std::string rate;
             while (std::getline(list, rate, ':')) {
                 char *end = nullptr;
                 const double v = std::strtod(rate.c_str(), &end);
-                if (rate.empty() || *end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= 64)
+                if (rate.empty() || *end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= most)
                     return bad(expected);
                 rates.push_back(v);
             }
             if (rates.empty() || value.back() == ':') return bad(expected);
-            m.rail_rates = rates;
+            (rails ? m.rail_rates : m.node_speeds) = rates;
+        } else if (key == "rails_down") {
+            const char *expected = "rail numbers from 0 to 63, ':'-separated (e.g. 1 or 0:2)";
+            std::vector<int> down;
+            std::stringstream list(value);
+            std::string rail;
+            while (std::getline(list, rail, ':')) {
+                char *end = nullptr;
+                const long v = std::strtol(rail.c_str(), &end, 10);
+                if (rail.empty() || *end != '\0' || v < 0 || v > 63) return bad(expected);
+                if (std::find(down.begin(), down.end(), static_cast<int>(v)) == down.end())
+                    down.push_back(static_cast<int>(v));
+            }
+            if (down.empty() || value.back() == ':') return bad(expected);
+            m.rails_down = down;
         } else {
             return fail(
                 LOOM_ERR_INVALID_ARGUMENT,
                 "cost model: unknown key '" + key +
-                    "' (known: shm, intra, net, pcie, pml, reduce, copy, shm_max, stripe_min, rail_min, rail_rates)");
+                    "' (known: shm, intra, net, pcie, pml, reduce, copy, shm_max, stripe_min, rail_min, rail_rates, node_speeds, "
+                    "rails_down)");
         }
     }
     *out = m;
@@ -166,6 +184,12 @@ std::string CostModel::describe() const {
         std::snprintf(rate, sizeof rate, "%s%g", r ? ":" : ",rail_rates=", rail_rates[r]);
         text += rate;
     }
+    for (size_t n = 0; n < node_speeds.size(); ++n) {
+        char speed[32];
+        std::snprintf(speed, sizeof speed, "%s%g", n ? ":" : ",node_speeds=", node_speeds[n]);
+        text += speed;
+    }
+    for (size_t r = 0; r < rails_down.size(); ++r) text += (r ? ":" : ",rails_down=") + std::to_string(rails_down[r]);
     return text;
 }
 
@@ -198,7 +222,11 @@ class Simulation {
           p_(static_cast<int>(programs.size())),
           rails_(args.nodes ? std::max(1, args.nodes->rails) : 1) {
         unmet_.resize(p_);
-        for (int rail = 0; rail < rails_; ++rail) rail_rate_sum_ += m_.rail_rate(rail);
+        for (int rail = 0; rail < rails_; ++rail) {
+            if (std::find(m_.rails_down.begin(), m_.rails_down.end(), rail) != m_.rails_down.end()) continue;
+            live_rails_.push_back(rail);
+            rail_rate_sum_ += m_.rail_rate(rail);
+        }
         // Sized once: rail_free() hands out references into it.
         rail_free_.assign(args_.nodes ? std::max<size_t>(1, args_.nodes->members.size()) * rails_ * 2 : 2, 0.0);
         finish_.assign(p_, 0);
@@ -291,7 +319,7 @@ class Simulation {
     }
 
     void take_in(const Event &e) {
-        const double end = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us;
+        const double end = std::max(e.time, cpu_free_[e.rank]) + e.overhead_us / m_.node_speed(node(rank_at(e.rank)));
         if (sym_) note_queue(last_take_in_, e.rank, node(programs_[e.rank]->steps[e.step].peer), e.time, end);
         cpu_free_[e.rank] = end;
         push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
@@ -316,7 +344,7 @@ class Simulation {
     }
 
     LinkClass link(int from, int to, size_t bytes) const {
-        if (node(from) != node(to)) return bytes < m_.rail_min_bytes ? kPml : kNetwork;
+        if (node(from) != node(to)) return bytes < m_.rail_min_bytes || live_rails_.empty() ? kPml : kNetwork;
         return bytes <= m_.shm_max_bytes ? kSharedMemory : kIntraNode;
     }
 
@@ -344,7 +372,7 @@ class Simulation {
             case StepKind::reduce: {
                 const double per_byte = s.kind == StepKind::copy ? m_.copy_us_per_byte : m_.reduce_us_per_byte;
                 const double begin = std::max(e.time, cpu_free_[e.rank]);
-                cpu_free_[e.rank] = begin + s.dst.count * es * per_byte;
+                cpu_free_[e.rank] = begin + s.dst.count * es * per_byte / m_.node_speed(node(me));
                 push(cpu_free_[e.rank], e.rank, e.step, Phase::finish);
                 break;
             }
@@ -355,7 +383,9 @@ class Simulation {
                 const LinkCost &l = cost(c);
                 // The sender's core hands the message over first.
                 double handed = e.time;
-                if (l.overhead_us > 0) handed = cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + l.overhead_us;
+                const double speed_out = m_.node_speed(node(me)), speed_in = m_.node_speed(node(s.peer));
+                if (l.overhead_us > 0)
+                    handed = cpu_free_[e.rank] = std::max(e.time, cpu_free_[e.rank]) + l.overhead_us / speed_out;
                 // Messages queue on their link: a rank's own copies within a
                 // node; across nodes, the rail (lane modulo the rails) of
                 // the sending node going out and of the receiving node coming
@@ -370,8 +400,9 @@ class Simulation {
                 if (c == kNetwork || c == kPml) {
                     // Through the PML a node's messages move at one rail's
                     // rate whatever their lanes (docs/performance.md): rail 0.
-                    const bool striped = c == kNetwork && rails_ > 1 && bytes >= m_.stripe_min_bytes;
-                    const int first = striped || c == kPml ? 0 : s.lane % rails_, last = striped ? rails_ - 1 : first;
+                    const int live = static_cast<int>(live_rails_.size());
+                    const bool striped = c == kNetwork && live > 1 && bytes >= m_.stripe_min_bytes;
+                    const int first = striped || c == kPml ? 0 : s.lane % live, last = striped ? live - 1 : first;
                     // The way out and the way in queue apart: flows share
                     // a link rather than wait their turn, so a sender is
                     // not held by a receiver busy with another node's
@@ -379,20 +410,21 @@ class Simulation {
                     // was handed over (or is free), not when the way out
                     // reaches it. It is in once both ways have carried it.
                     double done = handed;
-                    for (int rail = first; rail <= last; ++rail) {
+                    for (int k = first; k <= last; ++k) {
+                        const int rail = live ? live_rails_[static_cast<size_t>(k)] : 0;
                         const double piece = striped ? wire / rail_rate_sum_ : wire / m_.rail_rate(rail);
                         double &out = rail_free(node(me), rail, 0);
                         double &in = rail_free(sym_ ? 0 : node(s.peer), rail, 1);
-                        out = std::max(handed, out) + piece;
+                        out = std::max(handed, out) + piece / speed_out;
                         if (sym_) note_queue(last_send_, {e.rank, rail}, node(s.peer), handed, out);
-                        in = std::max(handed, in) + piece;
+                        in = std::max(handed, in) + piece / speed_in;
                         done = std::max({done, out, in});
                     }
                     arrival = done + l.alpha_us;
                 } else {
                     double &link_free = link_free_[{me, c}];
                     const double begin = std::max(handed, link_free);
-                    link_free = begin + wire;
+                    link_free = begin + wire / speed_out;
                     arrival = link_free + l.alpha_us;
                 }
                 push(arrival, e.rank, e.step, Phase::finish);
@@ -438,7 +470,8 @@ class Simulation {
     const NodeSymmetry *sym_;
     const int p_;
     const int rails_;           // network rails per node
-    double rail_rate_sum_ = 0;  // the rails' rates together, relative to net
+    std::vector<int> live_rails_;  // those not down
+    double rail_rate_sum_ = 0;     // the live rails' rates together, relative to net
     std::vector<std::vector<uint32_t>> unmet_;
     std::vector<double> finish_, cpu_free_;
     std::vector<size_t> left_;
@@ -471,7 +504,7 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
         case Collective::allgatherv: break;  // the slots do not run them
     }
     const double sync = a.nranks > 1 ? model.shared_memory.alpha_us : 0;
-    return input * model.copy_us_per_byte + sync + read;
+    return (input * model.copy_us_per_byte + sync + read) / model.node_speed(0);
 }
 
 // The node slots' phases around the leaders' plan: the inputs copied into
@@ -486,7 +519,10 @@ double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
                           : a.collective == Collective::allreduce ? input
                                                                   : input / a.nranks;
     const double waits = k > 1 ? 2 * model.shared_memory.alpha_us : 0;
-    return input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte;
+    // Every node runs them; the slowest sets the pace.
+    double slowest = model.node_speed(0);
+    for (int n = 1; a.nodes && n < a.nodes->nodes(); ++n) slowest = std::min(slowest, model.node_speed(n));
+    return (input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte) / slowest;
 }
 
 }  // namespace
@@ -507,8 +543,12 @@ std::atomic<size_t> max_simulated_steps{kModelMaxSimulatedSteps};
 // Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
 Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
                   SimulationScope scope, double *us) {
+    // Nodes that differ cannot be one node's images: up to the most a
+    // simulation of every rank covers, it simulates them all.
     const bool every_rank =
-        scope == SimulationScope::every_rank || (scope == SimulationScope::automatic && args.nranks <= kModelMaxRanks);
+        scope == SimulationScope::every_rank ||
+        (scope == SimulationScope::automatic &&
+         (args.nranks <= kModelMaxRanks || (model.nodes_differ() && args.nranks <= kModelMaxRanksEveryRank)));
     if (every_rank && args.nranks > kModelMaxRanksEveryRank)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
                                                    std::to_string(kModelMaxRanksEveryRank) +
@@ -532,6 +572,9 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
                                         std::to_string(kModelMaxRanks) + " a simulation of every rank covers)";
     if (!every_rank && (!args.nodes || args.nodes->nranks() != args.nranks || args.nodes->nodes() < 2))
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: one node" + above);
+    if (!every_rank && model.nodes_differ())
+        return fail(LOOM_ERR_INVALID_ARGUMENT,
+                    "cost model: one node cannot stand for all: the nodes differ (node_speeds, rails_down)" + above);
     const size_t budget = model_max_simulated_steps();
     const size_t step_limit = std::max<size_t>(1, budget / static_cast<size_t>(simulated));
     const auto truncated = [](const std::vector<std::unique_ptr<Program>> &some) {

@@ -7,6 +7,7 @@
 // and copies and reductions take bytes * their cost on the
 // rank's core. The prediction is when the last rank finishes.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -60,9 +61,25 @@ struct CostModel {
     double rail_rate(int rail) const {
         return static_cast<size_t>(rail) < rail_rates.size() ? rail_rates[static_cast<size_t>(rail)] : 1.0;
     }
+    // Nodes that differ: each node's speed as a multiple (its rails' ways
+    // out and in, its ranks' copies, reductions and time per message;
+    // nodes beyond the list: 1), and the rails that are down. A rail down
+    // on any node is left out on all, as failover leaves it; lanes map onto
+    // the rails left, and with none left every message goes through the
+    // PML. Either keeps the simulation to every rank.
+    std::vector<double> node_speeds;
+    std::vector<int> rails_down;
+    double node_speed(int node) const {
+        return static_cast<size_t>(node) < node_speeds.size() ? node_speeds[static_cast<size_t>(node)] : 1.0;
+    }
+    bool nodes_differ() const {
+        return !rails_down.empty() ||
+               std::any_of(node_speeds.begin(), node_speeds.end(), [](double s) { return s != 1.0; });
+    }
 
     // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,pcie=10us:25GB/s,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"
-    // (also pml=LINK,rail_min=SIZE)
+    // (also pml=LINK,rail_min=SIZE, rail_rates=1:0.5, node_speeds=1:1:0.5,
+    // rails_down=1)
     // (a link is LATENCY:BANDWIDTH[:OVERHEAD], the overhead kept when left out):
     // any subset, in any order; errors name the key and the value.
     static Status parse(const std::string &text, CostModel *out);
@@ -72,7 +89,8 @@ struct CostModel {
 // Up to this many ranks predict_time() simulates every rank's program;
 // above, node 0's ranks stand for every node where the plans are symmetric
 // (node_symmetry.hpp), and predict_time() declines where they are not:
-// selection then keeps to its rules.
+// selection then keeps to its rules. Where the nodes differ (node_speeds,
+// rails_down) it simulates every rank up to kModelMaxRanksEveryRank.
 constexpr int kModelMaxRanks = 256;
 // The most ranks a simulation of every rank is asked to cover (tests and
 // `loom-plan --check` compare the two ways up to it).

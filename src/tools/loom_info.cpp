@@ -93,7 +93,7 @@ void print_params() {
             std::printf(
                 "      form: key=value,... with keys shm, intra, net (LATENCY:BANDWIDTH[:OVERHEAD]), reduce, copy "
                 "(BANDWIDTH), shm_max, stripe_min (size), rail_rates (rates relative to net, e.g. 1:0.5), pml (a "
-                "link, for net messages below rail_min, a size)\n");
+                "link, for net messages below rail_min, a size), node_speeds (e.g. 1:1:0.5), rails_down (e.g. 1)\n");
         else if (s.type == ParamType::choice) std::printf("      values: %s\n", s.choices);
         else if (s.type == ParamType::path) std::printf("      form: a file path (see loom-rules(5))\n");
     }

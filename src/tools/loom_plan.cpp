@@ -34,7 +34,8 @@ void usage(FILE *out) {
         "usage: loom-plan [options] MACHINE\n"
         "  MACHINE        \"nodes=N ppn=N [np=N] [rails=N] [type=NAME]\" (as loom-info --explain's words),\n"
         "                 or @FILE.json: {\"nodes\": N, \"ppn\": N, \"ranks_per_node\": [..], \"rails\": N,\n"
-        "                 \"type\": NAME, \"cost_model\": \"net=5us:25GB/s,...\"}\n"
+        "                 \"type\": NAME, \"cost_model\": \"net=5us:25GB/s,...\", \"node_speeds\": [1, 0.5, ..],\n"
+        "                 \"rails_down\": [1]}\n"
         "  -c LIST        collectives, comma-separated (default: allreduce,reduce_scatter,allgather,alltoall)\n"
         "  -m MIN:MAX     message sizes, doubling, as OSU reports them (default 64KiB:16MiB)\n"
         "  -r N           runners-up to list (default 2)\n"
@@ -80,8 +81,11 @@ Status read_machine_file(const std::string &file, Config &config, Machine *m) {
     };
     for (const auto &item : j.items())
         if (item.key() != "nodes" && item.key() != "ppn" && item.key() != "ranks_per_node" && item.key() != "rails" &&
-            item.key() != "type" && item.key() != "cost_model")
-            return fail_field(file, item.key(), "is not a field (nodes, ppn, ranks_per_node, rails, type, cost_model)");
+            item.key() != "type" && item.key() != "cost_model" && item.key() != "node_speeds" &&
+            item.key() != "rails_down")
+            return fail_field(file, item.key(),
+                              "is not a field (nodes, ppn, ranks_per_node, rails, type, cost_model, node_speeds, "
+                              "rails_down)");
     long long nodes = 0, ppn = 0, rails = 1;
     LOOM_RETURN_IF_ERROR(positive("nodes", 1 << 16, &nodes));
     LOOM_RETURN_IF_ERROR(positive("ppn", 1 << 12, &ppn));
@@ -116,6 +120,40 @@ Status read_machine_file(const std::string &file, Config &config, Machine *m) {
             config.set("cost_model", j["cost_model"].get<std::string>()) != LOOM_SUCCESS)
             return fail_field(file, "cost_model", std::string("is not a cost model: ") + last_error_message());
         m->cost_model = j["cost_model"].get<std::string>();
+    }
+    // Nodes that differ travel in the cost model (node_speeds, rails_down).
+    const long long node_count = m->ranks_per_node.empty() ? nodes : static_cast<long long>(m->ranks_per_node.size());
+    std::string differ;
+    if (j.contains("node_speeds")) {
+        const json &list = j["node_speeds"];
+        if (!list.is_array() || static_cast<long long>(list.size()) != node_count)
+            return fail_field(file, "node_speeds",
+                              "must be a list of one speed per node (" + std::to_string(node_count) + " nodes)");
+        differ += ",node_speeds=";
+        for (size_t n = 0; n < list.size(); ++n) {
+            if (!list[n].is_number() || !(list[n].get<double>() > 0) || !std::isfinite(list[n].get<double>()))
+                return fail_field(file, "node_speeds", "must hold positive numbers (1: as the model's links)");
+            char speed[32];
+            std::snprintf(speed, sizeof speed, "%s%.17g", n ? ":" : "", list[n].get<double>());
+            differ += speed;
+        }
+    }
+    if (j.contains("rails_down")) {
+        const json &list = j["rails_down"];
+        if (!list.is_array() || list.empty()) return fail_field(file, "rails_down", "must be a list of rail numbers");
+        differ += ",rails_down=";
+        for (size_t k = 0; k < list.size(); ++k) {
+            if (!list[k].is_number_integer() || list[k].get<long long>() < 0 || list[k].get<long long>() >= rails)
+                return fail_field(file, "rails_down",
+                                  "must hold rail numbers from 0 to " + std::to_string(rails - 1) +
+                                      " (\"rails\": " + std::to_string(rails) + ")");
+            differ += (k ? ":" : "") + std::to_string(list[k].get<long long>());
+        }
+    }
+    if (!differ.empty()) {
+        m->cost_model += differ;
+        if (config.set("cost_model", m->cost_model) != LOOM_SUCCESS)
+            return fail_field(file, j.contains("node_speeds") ? "node_speeds" : "rails_down", last_error_message());
     }
     return LOOM_SUCCESS;
 }
@@ -157,7 +195,9 @@ double network_bound_us(const CollArgs &a, const CostModel &model) {
             case Collective::alltoallv: bytes = std::max(bytes, k * (p - k) * s); break;
         }
     }
-    return bytes * model.network.us_per_byte / std::max(1, a.nodes->rails);
+    int live = std::max(1, a.nodes->rails);
+    for (int rail : model.rails_down) live -= rail < a.nodes->rails;
+    return bytes * model.network.us_per_byte / std::max(1, live);
 }
 
 struct Row {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # loom-plan: its table, CSV and JSON; a 16384-rank machine answered through
 # one node standing for all; --check's agreement with the simulation of
-# every rank; a JSON machine file, and bad ones refused naming the field;
+# every rank; a JSON machine file (nodes of unequal size, a slow node, a
+# rail down), and bad ones refused naming the field;
 # the network model loom-tune fits on several rails.
 set -u
 b=${top_builddir:-.}
@@ -58,6 +59,29 @@ printf '{"ranks_per_node": [3, 2, 2], "rails": 2, "cost_model": "net=5us:25MB/s"
 "$plan" "@$tmp/uneven.json" -c allreduce -m 64KiB:64KiB >"$tmp/uneven" 2>&1 || bad "uneven nodes exit $?"
 grep -Eq "^allreduce  *64KiB [a-z_]+ +[0-9]+\.[0-9] " "$tmp/uneven" && pass "uneven nodes from JSON" ||
     bad "uneven nodes: $(cat "$tmp/uneven")"
+
+# A slower node and a rail down: every rank simulated (the nodes differ),
+# the chosen algorithm's time above the even machine's.
+printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s"}\n' >"$tmp/even.json"
+printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s", "node_speeds": [1, 1, 0.5, 1], "rails_down": [1]}\n' \
+    >"$tmp/differ.json"
+"$plan" "@$tmp/even.json" -c allreduce -m 1MiB:1MiB -f csv >"$tmp/even" 2>&1 || bad "even machine exits $?"
+"$plan" "@$tmp/differ.json" -c allreduce -m 1MiB:1MiB -f csv >"$tmp/differ" 2>&1 || bad "nodes that differ exit $?"
+even_us=$(awk -F, '$5 == 1 { print $6 }' "$tmp/even")
+differ_us=$(awk -F, '$5 == 1 { print $6 }' "$tmp/differ")
+[ -n "$even_us" ] && [ -n "$differ_us" ] && awk "BEGIN { exit !($differ_us > 1.5 * $even_us) }" &&
+    pass "a slow node and a rail down: $differ_us us against $even_us" ||
+    bad "nodes that differ: '$differ_us' against '$even_us': $(cat "$tmp/differ")"
+printf '{"nodes": 4, "ppn": 2, "node_speeds": [1, 0.5]}\n' >"$tmp/speeds.json"
+"$plan" "@$tmp/speeds.json" >"$tmp/speeds" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '"node_speeds" must be a list of one speed per node (4 nodes)' "$tmp/speeds" &&
+    pass "node_speeds of the wrong length named" || bad "node_speeds: rc $rc $(cat "$tmp/speeds")"
+printf '{"nodes": 4, "ppn": 2, "rails": 2, "rails_down": [2]}\n' >"$tmp/down.json"
+"$plan" "@$tmp/down.json" >"$tmp/down" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '"rails_down" must hold rail numbers from 0 to 1' "$tmp/down" &&
+    pass "a rail down that does not exist named" || bad "rails_down: rc $rc $(cat "$tmp/down")"
 
 printf '{"nodes": 4, "ppn": 2, "rial": 2}\n' >"$tmp/typo.json"
 "$plan" "@$tmp/typo.json" >"$tmp/typo" 2>&1

@@ -112,6 +112,11 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_DOUBLE_EQ(m.pml.overhead_us, 3);
     EXPECT_EQ(m.rail_min_bytes, 16u << 10);
     EXPECT_NE(m.describe().find(",pml=200us:0.02GB/s:3us,rail_min=16384"), std::string::npos) << m.describe();
+    ASSERT_EQ(CostModel::parse("node_speeds=1:0.5,rails_down=1:0:1", &m), LOOM_SUCCESS) << last_error_message();
+    EXPECT_DOUBLE_EQ(m.node_speed(1), 0.5);
+    EXPECT_DOUBLE_EQ(m.node_speed(7), 1.0);
+    EXPECT_EQ(m.rails_down, (std::vector<int>{1, 0}));
+    EXPECT_TRUE(m.nodes_differ());
     CostModel again;
     ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
     EXPECT_EQ(again.describe(), m.describe());
@@ -130,6 +135,10 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_EQ(CostModel::parse("rail_min=-1", &untouched), LOOM_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(last_error_message()).find("rail_min='-1'"), std::string::npos) << last_error_message();
     EXPECT_EQ(CostModel::parse("pml=fast", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(CostModel::parse("rails_down=64", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("rails_down='64'"), std::string::npos) << last_error_message();
+    EXPECT_EQ(CostModel::parse("node_speeds=1:0", &untouched), LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("one per node"), std::string::npos) << last_error_message();
     EXPECT_EQ(untouched.describe(), CostModel().describe());  // a failed parse changes nothing
 }
 
@@ -252,6 +261,66 @@ TEST(CostModel, PricesMessagesBelowRailMinOnThePmlLink) {
     m.rail_min_bytes = 1 << 20;
     ASSERT_EQ(predict_time(incast, a, m, &within), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(within, 4.0 + 2.0, 0.01);
+}
+
+// Nodes that differ: a slow node's ways out and in take longer; a rail
+// down is left out (lanes map onto the rails left, striping keeps to them),
+// and with none left messages go through the PML. One node cannot stand
+// for the others then.
+TEST(CostModel, PricesSlowNodesAndRailsDown) {
+    const AlgorithmInfo incast = {Collective::allgather, "incast", "test", "none", anywhere, incast_build, false};
+    CostModel m = messages_only(2.0, 1.0);
+    m.network = {2.0, 1.0 / 1000};  // 1000 bytes per us per rail
+    m.pml = {30.0, 1.0 / 500};
+    m.stripe_min_bytes = 1000;
+    CollArgs a = args(Collective::allgather, 2, 1000);  // one 4000-byte block from rank 1 to rank 0
+    NodeMap nodes = NodeMap::from_labels({0, 1});
+    nodes.rails = 2;
+    a.nodes = &nodes;
+    const auto time = [&] {
+        double us = -1;
+        EXPECT_EQ(predict_time(incast, a, m, &us), LOOM_SUCCESS) << last_error_message();
+        return us;
+    };
+    EXPECT_NEAR(time(), 2.0 + 2.0, 0.01);  // striped over both rails
+    m.rails_down = {1};
+    EXPECT_NEAR(time(), 4.0 + 2.0, 0.01);  // rail 0 alone
+    m.rails_down = {0, 1};
+    EXPECT_NEAR(time(), 8.0 + 30.0, 0.01);  // through the PML
+    m.rails_down.clear();
+    m.node_speeds = {1.0, 0.5};  // the sender's node at half speed
+    EXPECT_NEAR(time(), 4.0 + 2.0, 0.01);
+    m.node_speeds = {0.25};  // the receiver's; node 1 beyond the list: 1
+    EXPECT_NEAR(time(), 8.0 + 2.0, 0.01);
+    m.node_speeds.clear();
+
+    // Ranks 1 and 2 of node 1 on lanes 1 and 2, rail 1 of 3 down: the lanes
+    // map onto rails 0 and 2, one message each.
+    const AlgorithmInfo laned = {Collective::allgather, "laned", "test", "none", anywhere, laned_incast_build, false};
+    CollArgs three = args(Collective::allgather, 3, 1000);
+    NodeMap two_nodes = NodeMap::from_labels({0, 1, 1});
+    two_nodes.rails = 3;
+    three.nodes = &two_nodes;
+    m.stripe_min_bytes = SIZE_MAX;
+    m.rails_down = {1};
+    double us = -1;
+    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(us, 4.0 + 2.0, 0.01);
+
+    CollArgs spread = args(Collective::allreduce, 8, 1000);
+    NodeMap four = NodeMap::from_labels({0, 0, 1, 1, 2, 2, 3, 3});
+    spread.nodes = &four;
+    CostModel slow;
+    slow.node_speeds = {1, 1, 0.5, 1};
+    EXPECT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), spread, PlanKnobs(), slow,
+                           SimulationScope::node_symmetry, &us),
+              LOOM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(last_error_message()).find("the nodes differ"), std::string::npos) << last_error_message();
+    double even = -1, uneven = -1;
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), spread, CostModel(), &even), LOOM_SUCCESS);
+    ASSERT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), spread, slow, &uneven), LOOM_SUCCESS)
+        << last_error_message();
+    EXPECT_GT(uneven, even);
 }
 
 TEST(CostModel, ChargesEachMessageToTheSendingAndReceivingCore) {
