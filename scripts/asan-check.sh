@@ -137,6 +137,7 @@ for a in allreduce_ring allreduce_hier_leader reduce_scatter_pairwise reduce_sca
 done
 unit asan-matrix.log "$matrix"
 [ $status -eq 0 ] && echo "PASS: asan unit tests ($unit_passed tests)"
+unit_s=$(($(date +%s) - start - build_s))
 
 # The MPI tests: the ranks are the test programs, built with ASan; Open
 # MPI's libraries and components are not. The full unwinder walks through
@@ -153,12 +154,17 @@ component="--mca mca_base_component_path $(pwd)/coll/component-path:$ompi_dir --
 passed=0 failed=0
 # run NP VERDICT MPIRUN_ARGS...: passes when mpirun succeeds, the output
 # has a line matching VERDICT and no sanitizer report.
+# Each run's time goes to asan-times.txt; the slowest are printed at the
+# end, for the suite's time budget (docs/reliability.md).
+: >asan-times.txt
 run() {
     np=$1 verdict=$2
     shift 2
+    run_start=$(date +%s)
     if timeout 600 mpirun --oversubscribe -np "$np" -x LD_PRELOAD="$preload" "$@" >asan-mpi.log 2>&1 &&
         grep -q "$verdict" asan-mpi.log && ! grep -q "$reports" asan-mpi.log; then
         passed=$((passed + 1))
+        echo "$(($(date +%s) - run_start)) s: np=$np $*" >>asan-times.txt
     else
         failed=$((failed + 1))
         echo "FAIL: asan np=$np $*"
@@ -227,5 +233,7 @@ if [ $failed -eq 0 ]; then
 else
     echo "FAIL: asan MPI tests ($failed of $((passed + failed)) runs)"
 fi
-echo "asan check took $(($(date +%s) - start)) s (build $build_s s)"
+echo "asan: the slowest MPI runs:"
+sort -rn asan-times.txt | head -8 | sed "s|$(pwd)/||g; s/^/  /"
+echo "asan check took $(($(date +%s) - start)) s (build $build_s s, unit tests $unit_s s)"
 exit $status
