@@ -78,6 +78,14 @@ std::string bandwidth_text(double us_per_byte) {
     return b;
 }
 
+// The shortest text that reads back as `v`.
+std::string exact_text(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.15g", v);
+    if (std::strtod(b, nullptr) != v) std::snprintf(b, sizeof b, "%.17g", v);
+    return b;
+}
+
 std::string link_text(const LinkCost &l) {
     char b[32], o[32];
     std::snprintf(b, sizeof b, "%gus:", l.alpha_us);
@@ -178,17 +186,11 @@ std::string CostModel::describe() const {
                        ",net=" + link_text(network) + ",pcie=" + link_text(pcie) +
                        ",reduce=" + bandwidth_text(reduce_us_per_byte) + ",copy=" + bandwidth_text(copy_us_per_byte) +
                        ",shm_max=" + std::to_string(shm_max_bytes) + ",stripe_min=" + std::to_string(stripe_min_bytes);
-    if (rail_min_bytes > 0) text += ",pml=" + link_text(pml) + ",rail_min=" + std::to_string(rail_min_bytes);
-    for (size_t r = 0; r < rail_rates.size(); ++r) {
-        char rate[32];
-        std::snprintf(rate, sizeof rate, "%s%g", r ? ":" : ",rail_rates=", rail_rates[r]);
-        text += rate;
-    }
-    for (size_t n = 0; n < node_speeds.size(); ++n) {
-        char speed[32];
-        std::snprintf(speed, sizeof speed, "%s%g", n ? ":" : ",node_speeds=", node_speeds[n]);
-        text += speed;
-    }
+    // The pml link where some message takes it.
+    if (rail_min_bytes > 0 || !rails_down.empty()) text += ",pml=" + link_text(pml);
+    if (rail_min_bytes > 0) text += ",rail_min=" + std::to_string(rail_min_bytes);
+    for (size_t r = 0; r < rail_rates.size(); ++r) text += (r ? ":" : ",rail_rates=") + exact_text(rail_rates[r]);
+    for (size_t n = 0; n < node_speeds.size(); ++n) text += (n ? ":" : ",node_speeds=") + exact_text(node_speeds[n]);
     for (size_t r = 0; r < rails_down.size(); ++r) text += (r ? ":" : ",rails_down=") + std::to_string(rails_down[r]);
     return text;
 }
@@ -399,7 +401,8 @@ class Simulation {
                 double arrival;
                 if (c == kNetwork || c == kPml) {
                     // Through the PML a node's messages move at one rail's
-                    // rate whatever their lanes (docs/performance.md): rail 0.
+                    // rate whatever their lanes (docs/performance.md): the
+                    // first rail left, at the pml link's own rate.
                     const int live = static_cast<int>(live_rails_.size());
                     const bool striped = c == kNetwork && live > 1 && bytes >= m_.stripe_min_bytes;
                     const int first = striped || c == kPml ? 0 : s.lane % live, last = striped ? live - 1 : first;
@@ -412,7 +415,9 @@ class Simulation {
                     double done = handed;
                     for (int k = first; k <= last; ++k) {
                         const int rail = live ? live_rails_[static_cast<size_t>(k)] : 0;
-                        const double piece = striped ? wire / rail_rate_sum_ : wire / m_.rail_rate(rail);
+                        const double piece = striped     ? wire / rail_rate_sum_
+                                             : c == kPml ? wire
+                                                         : wire / m_.rail_rate(rail);
                         double &out = rail_free(node(me), rail, 0);
                         double &in = rail_free(sym_ ? 0 : node(s.peer), rail, 1);
                         out = std::max(handed, out) + piece / speed_out;
@@ -504,7 +509,7 @@ double shared_slots_time(const CollArgs &a, const CostModel &model) {
         case Collective::allgatherv: break;  // the slots do not run them
     }
     const double sync = a.nranks > 1 ? model.shared_memory.alpha_us : 0;
-    return (input * model.copy_us_per_byte + sync + read) / model.node_speed(0);
+    return (input * model.copy_us_per_byte + read) / model.node_speed(0) + sync;
 }
 
 // The node slots' phases around the leaders' plan: the inputs copied into
@@ -522,7 +527,7 @@ double node_slots_phases_time(const CollArgs &a, const CostModel &model) {
     // Every node runs them; the slowest sets the pace.
     double slowest = model.node_speed(0);
     for (int n = 1; a.nodes && n < a.nodes->nodes(); ++n) slowest = std::min(slowest, model.node_speed(n));
-    return (input * model.copy_us_per_byte + waits + combine + result * model.copy_us_per_byte) / slowest;
+    return (input * model.copy_us_per_byte + combine + result * model.copy_us_per_byte) / slowest + waits;
 }
 
 }  // namespace
@@ -540,15 +545,26 @@ namespace {
 
 std::atomic<size_t> max_simulated_steps{kModelMaxSimulatedSteps};
 
+// Whether the call's nodes differ: a node of its own with a speed other
+// than 1, or one of its rails down.
+bool nodes_differ(const CostModel &model, const CollArgs &args) {
+    if (!args.nodes || args.nodes->nranks() != args.nranks) return false;
+    for (int rail : model.rails_down)
+        if (rail < std::max(1, args.nodes->rails)) return true;
+    for (int n = 0; n < args.nodes->nodes(); ++n)
+        if (model.node_speed(n) != 1.0) return true;
+    return false;
+}
+
 // Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
 Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
                   SimulationScope scope, double *us) {
     // Nodes that differ cannot be one node's images: up to the most a
     // simulation of every rank covers, it simulates them all.
+    const bool differ = nodes_differ(model, args);
+    const int automatic_limit = differ ? kModelMaxRanksEveryRank : kModelMaxRanks;
     const bool every_rank =
-        scope == SimulationScope::every_rank ||
-        (scope == SimulationScope::automatic &&
-         (args.nranks <= kModelMaxRanks || (model.nodes_differ() && args.nranks <= kModelMaxRanksEveryRank)));
+        scope == SimulationScope::every_rank || (scope == SimulationScope::automatic && args.nranks <= automatic_limit);
     if (every_rank && args.nranks > kModelMaxRanksEveryRank)
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::to_string(args.nranks) + " ranks is above the " +
                                                    std::to_string(kModelMaxRanksEveryRank) +
@@ -569,10 +585,10 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
     const std::string above = every_rank || scope != SimulationScope::automatic
                                   ? ""
                                   : " (" + std::to_string(args.nranks) + " ranks: above the " +
-                                        std::to_string(kModelMaxRanks) + " a simulation of every rank covers)";
+                                        std::to_string(automatic_limit) + " a simulation of every rank covers)";
     if (!every_rank && (!args.nodes || args.nodes->nranks() != args.nranks || args.nodes->nodes() < 2))
         return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: one node cannot stand for all: one node" + above);
-    if (!every_rank && model.nodes_differ())
+    if (!every_rank && differ)
         return fail(LOOM_ERR_INVALID_ARGUMENT,
                     "cost model: one node cannot stand for all: the nodes differ (node_speeds, rails_down)" + above);
     const size_t budget = model_max_simulated_steps();

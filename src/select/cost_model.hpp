@@ -7,7 +7,6 @@
 // and copies and reductions take bytes * their cost on the
 // rank's core. The prediction is when the last rank finishes.
 #pragma once
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,12 +68,9 @@ struct CostModel {
     // PML. Either keeps the simulation to every rank.
     std::vector<double> node_speeds;
     std::vector<int> rails_down;
+    // Nodes are numbered as the communicator's nodes are (node_map.hpp).
     double node_speed(int node) const {
         return static_cast<size_t>(node) < node_speeds.size() ? node_speeds[static_cast<size_t>(node)] : 1.0;
-    }
-    bool nodes_differ() const {
-        return !rails_down.empty() ||
-               std::any_of(node_speeds.begin(), node_speeds.end(), [](double s) { return s != 1.0; });
     }
 
     // "shm=1us:8GB/s:0.1us,intra=3us:10GB/s,net=5us:1.25GB/s:0.5us,pcie=10us:25GB/s,reduce=8GB/s,copy=16GB/s,shm_max=128KiB"

@@ -151,6 +151,9 @@ Status read_machine_file(const std::string &file, Config &config, Machine *m) {
         }
     }
     if (!differ.empty()) {
+        // Without a cost_model of its own, onto the model the machine would
+        // have had (LOOM_COST_MODEL's, else the rules file's, else the defaults).
+        if (m->cost_model.empty()) m->cost_model = model_for(config).describe();
         m->cost_model += differ;
         if (config.set("cost_model", m->cost_model) != LOOM_SUCCESS)
             return fail_field(file, j.contains("node_speeds") ? "node_speeds" : "rails_down", last_error_message());

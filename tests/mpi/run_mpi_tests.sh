@@ -284,15 +284,19 @@ if [ $hydra = yes ]; then
     lifecycle 3 "default selection, progress thread on" "-l 20" LOOM_PROGRESS_THREAD=on
 else
     # The progress thread on one node and emulated nodes without rails run
-    # through coll/loom too (run_component_tests.sh); here the thread runs
-    # on uneven nodes, and two nodes over the rails where UCX is built.
+    # through coll/loom (run_component_tests.sh) where it is built; here the
+    # thread runs on uneven nodes, and two nodes over the rails where UCX is.
+    coll_built=no
+    [ -f "${top_builddir:-.}/coll/.libs/mca_coll_loom.so" ] && coll_built=yes
     lifecycle 4 "every row, one node" "--rows -l 40"
+    [ $coll_built = yes ] || lifecycle 4 "every row, progress thread on" "--rows -l 40" LOOM_PROGRESS_THREAD=on
     lifecycle 5 "every row, 0,1,1,0,2;rails=2, progress thread on" "--rows -l 40" \
         "LOOM_TOPOLOGY=0,1,1,0,2;rails=2" LOOM_PROGRESS_THREAD=on
     if "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
         lifecycle 4 "every row, nodes=2, 2 UCX rails" "--rows -l 40" LOOM_TOPOLOGY=nodes=2 LOOM_RAILS=lo,lo \
             LOOM_UCX_TLS=tcp
-    else
+    fi
+    if [ $coll_built = no ] || ! "${top_builddir:-.}/src/loom-info" --version | grep -q "built with:.* ucx"; then
         lifecycle 4 "every row, nodes=2" "--rows -l 40" LOOM_TOPOLOGY=nodes=2
     fi
 fi

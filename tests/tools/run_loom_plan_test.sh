@@ -60,18 +60,31 @@ printf '{"ranks_per_node": [3, 2, 2], "rails": 2, "cost_model": "net=5us:25MB/s"
 grep -Eq "^allreduce  *64KiB [a-z_]+ +[0-9]+\.[0-9] " "$tmp/uneven" && pass "uneven nodes from JSON" ||
     bad "uneven nodes: $(cat "$tmp/uneven")"
 
-# A slower node and a rail down: every rank simulated (the nodes differ),
-# the chosen algorithm's time above the even machine's.
-printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s"}\n' >"$tmp/even.json"
-printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s", "node_speeds": [1, 1, 0.5, 1], "rails_down": [1]}\n' \
-    >"$tmp/differ.json"
-"$plan" "@$tmp/even.json" -c allreduce -m 1MiB:1MiB -f csv >"$tmp/even" 2>&1 || bad "even machine exits $?"
-"$plan" "@$tmp/differ.json" -c allreduce -m 1MiB:1MiB -f csv >"$tmp/differ" 2>&1 || bad "nodes that differ exit $?"
-even_us=$(awk -F, '$5 == 1 { print $6 }' "$tmp/even")
-differ_us=$(awk -F, '$5 == 1 { print $6 }' "$tmp/differ")
-[ -n "$even_us" ] && [ -n "$differ_us" ] && awk "BEGIN { exit !($differ_us > 1.5 * $even_us) }" &&
-    pass "a slow node and a rail down: $differ_us us against $even_us" ||
-    bad "nodes that differ: '$differ_us' against '$even_us': $(cat "$tmp/differ")"
+# A slower node, a rail down, each alone and both: every rank simulated
+# (the nodes differ), the chosen algorithm's time above the even
+# machine's, both above either alone.
+chosen_us() {  # chosen_us NAME JSON-FIELDS: the chosen algorithm's time, 1 MiB allreduce
+    printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s"%s}\n' "$2" >"$tmp/$1.json"
+    "$plan" "@$tmp/$1.json" -c allreduce -m 1MiB:1MiB -f csv >"$tmp/$1" 2>&1 || bad "$1: exits $?"
+    awk -F, '$5 == 1 { print $6 }' "$tmp/$1"
+}
+even_us=$(chosen_us even "")
+slow_us=$(chosen_us slow ', "node_speeds": [1, 1, 0.5, 1]')
+down_us=$(chosen_us down ', "rails_down": [1]')
+both_us=$(chosen_us both ', "node_speeds": [1, 1, 0.5, 1], "rails_down": [1]')
+[ -n "$even_us" ] && [ -n "$slow_us" ] && [ -n "$down_us" ] && [ -n "$both_us" ] &&
+    awk "BEGIN { exit !($slow_us > 1.5 * $even_us && $down_us > 1.5 * $even_us && $both_us > 1.2 * $slow_us &&
+        $both_us > 1.2 * $down_us) }" &&
+    pass "a slow node, a rail down and both: $slow_us, $down_us, $both_us us against $even_us" ||
+    bad "nodes that differ: '$slow_us' '$down_us' '$both_us' against '$even_us': $(cat "$tmp/both")"
+# Without a cost_model of its own, the fields go onto LOOM_COST_MODEL's;
+# with nodes of unequal size too.
+printf '{"ranks_per_node": [3, 2, 2], "rails": 2, "node_speeds": [1, 0.5, 1]}\n' >"$tmp/env.json"
+LOOM_COST_MODEL="net=7us:30MB/s" "$plan" "@$tmp/env.json" -c allreduce -m 64KiB:64KiB -f json >"$tmp/env" 2>&1 ||
+    bad "node_speeds onto LOOM_COST_MODEL: exits $?"
+grep -q 'net=7us:0.03GB/s:[^"]*node_speeds=1:0.5:1' "$tmp/env" &&
+    pass "node_speeds onto LOOM_COST_MODEL's links, nodes of unequal size" ||
+    bad "node_speeds onto LOOM_COST_MODEL: $(cat "$tmp/env")"
 printf '{"nodes": 4, "ppn": 2, "node_speeds": [1, 0.5]}\n' >"$tmp/speeds.json"
 "$plan" "@$tmp/speeds.json" >"$tmp/speeds" 2>&1
 rc=$?

@@ -116,7 +116,14 @@ TEST(CostModel, ParsesItsParametersAndNamesBadOnes) {
     EXPECT_DOUBLE_EQ(m.node_speed(1), 0.5);
     EXPECT_DOUBLE_EQ(m.node_speed(7), 1.0);
     EXPECT_EQ(m.rails_down, (std::vector<int>{1, 0}));
-    EXPECT_TRUE(m.nodes_differ());
+    CostModel exact;
+    exact.node_speeds = {0.1, 1.0 / 3};
+    exact.rail_rates = {1, 0.7};
+    exact.rails_down = {0};
+    ASSERT_EQ(CostModel::parse(exact.describe(), &m), LOOM_SUCCESS) << exact.describe();
+    EXPECT_EQ(m.node_speeds, exact.node_speeds);  // read back exactly
+    EXPECT_EQ(m.rail_rates, exact.rail_rates);
+    EXPECT_NE(exact.describe().find(",pml="), std::string::npos);  // with a rail down some messages may take it
     CostModel again;
     ASSERT_EQ(CostModel::parse(m.describe(), &again), LOOM_SUCCESS) << m.describe();
     EXPECT_EQ(again.describe(), m.describe());
@@ -306,6 +313,18 @@ TEST(CostModel, PricesSlowNodesAndRailsDown) {
     double us = -1;
     ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(us, 4.0 + 2.0, 0.01);
+    m.rails_down = {0, 2};  // rail 1 alone: one message after the other
+    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(us, 8.0 + 2.0, 0.01);
+    m.rails_down = {5};  // beyond the call's rails: nothing is down
+    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(us, 4.0 + 2.0, 0.01);
+    // Through the PML on unequal rails: the pml link's own rate, not a rail's.
+    m.rails_down.clear();
+    m.rail_rates = {0.5, 1, 1};
+    m.rail_min_bytes = 4001;
+    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    EXPECT_NEAR(us, 2 * 8.0 + 30.0, 0.01);
 
     CollArgs spread = args(Collective::allreduce, 8, 1000);
     NodeMap four = NodeMap::from_labels({0, 0, 1, 1, 2, 2, 3, 3});
