@@ -14,6 +14,7 @@
 #include "core/params.hpp"
 #include "node_map.hpp"
 #include "select/node_symmetry.hpp"
+#include "select/phase_prediction.hpp"
 #include "select/program_builds.hpp"
 
 namespace loom {
@@ -241,6 +242,9 @@ class Simulation {
         }
     }
 
+    // Where asked, each phase's first start and last end (phase_prediction.hpp).
+    void track_phases(std::map<std::string, std::pair<double, double>> *spans) { spans_ = spans; }
+
     Status run(double *us) {
         while (!events_.empty() && !interleaved_) {
             const Event e = events_.top();
@@ -366,6 +370,10 @@ class Simulation {
     void start(const Event &e) {
         const Program &prog = *programs_[e.rank];
         const Step &s = prog.steps[e.step];
+        if (spans_) {
+            const auto [it, first] = spans_->try_emplace(prog.phase_of(e.step), e.time, e.time);
+            if (!first) it->second.first = std::min(it->second.first, e.time);
+        }
         const int me = rank_at(e.rank);
         const double es = static_cast<double>(args_.elem_size);
         switch (s.kind) {
@@ -462,6 +470,10 @@ class Simulation {
     void complete(const Event &e) {
         const Program &prog = *programs_[e.rank];
         finish_[e.rank] = std::max(finish_[e.rank], e.time);
+        if (spans_) {
+            auto &span = (*spans_)[prog.phase_of(e.step)];
+            span.second = std::max(span.second, e.time);
+        }
         --left_[e.rank];
         for (uint32_t i = prog.dependents_begin[e.step]; i < prog.dependents_begin[e.step + 1]; ++i) {
             const StepId d = prog.dependents[i];
@@ -472,6 +484,7 @@ class Simulation {
     const std::vector<std::unique_ptr<Program>> &programs_;
     const CollArgs &args_;
     const CostModel &m_;
+    std::map<std::string, std::pair<double, double>> *spans_ = nullptr;
     const NodeSymmetry *sym_;
     const int p_;
     const int rails_;           // network rails per node
@@ -556,9 +569,10 @@ bool nodes_differ(const CostModel &model, const CollArgs &args) {
     return false;
 }
 
-// Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
-Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
-                  SimulationScope scope, double *us) {
+// A plan's price; with `spans`, its phases' too.
+Status price_plan_phases(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs,
+                         const CostModel &model, SimulationScope scope, double *us,
+                         std::map<std::string, std::pair<double, double>> *spans) {
     // Nodes that differ cannot be one node's images: up to the most a
     // simulation of every rank covers, it simulates them all.
     const bool differ = nodes_differ(model, args);
@@ -620,6 +634,7 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
         for (int r = 1; r < args.nranks; ++r) ranks.push_back(r);
         if (!add_programs(ranks, 1)) return too_many_steps();
         Simulation sim(programs, args, model);
+        sim.track_phases(spans);
         return sim.run(us);
     }
     // Node 0's last rank next: the check needs only it and the first.
@@ -632,9 +647,16 @@ Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKno
     if (origin.size() > 2 && !add_programs(std::vector<int>(origin.begin() + 1, origin.end() - 1), 1))
         return too_many_steps();
     Simulation sim(programs, args, model, &sym);
+    sim.track_phases(spans);
     const Status st = sim.run(us);
     if (st != LOOM_SUCCESS && !above.empty()) return fail(st, last_error_message() + above);
     return st;
+}
+
+// Each call path's price (algorithms/call_path.hpp): the cost model asks the path.
+Status price_plan(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                  SimulationScope scope, double *us) {
+    return price_plan_phases(algo, args, knobs, model, scope, us, nullptr);
 }
 
 Status price_shared_slots(const AlgorithmInfo &, const CollArgs &args, const PlanKnobs &, const CostModel &model,
@@ -661,6 +683,20 @@ using PathPrice = Status (*)(const AlgorithmInfo &, const CollArgs &, const Plan
 constexpr PathPrice kPathPrices[kCallPathCount] = {price_plan, price_shared_slots, price_node_slots, price_cuda_ipc};
 
 }  // namespace
+
+Status predict_phases(const AlgorithmInfo &algo, const CollArgs &args, const PlanKnobs &knobs, const CostModel &model,
+                      std::vector<PhaseSpan> *phases, double *us) {
+    if (algo.path != CallPath::plan)
+        return fail(LOOM_ERR_INVALID_ARGUMENT, "cost model: " + std::string(algo.name) + " runs no plan: no phases");
+    std::map<std::string, std::pair<double, double>> spans;
+    LOOM_RETURN_IF_ERROR(price_plan_phases(algo, args, knobs, model, SimulationScope::automatic, us, &spans));
+    phases->clear();
+    for (const auto &[name, span] : spans)
+        phases->push_back({name.empty() ? std::string(algo.name) + " (own steps)" : name, span.first, span.second});
+    std::sort(phases->begin(), phases->end(),
+              [](const PhaseSpan &a, const PhaseSpan &b) { return a.start_us < b.start_us; });
+    return LOOM_SUCCESS;
+}
 
 void set_model_max_simulated_steps(size_t steps) { max_simulated_steps = std::max<size_t>(1, steps); }
 size_t model_max_simulated_steps() { return max_simulated_steps.load(std::memory_order_relaxed); }

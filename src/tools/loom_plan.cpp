@@ -20,6 +20,7 @@
 #include "core/params.hpp"
 #include "select/call_spec.hpp"
 #include "select/cost_model.hpp"
+#include "select/phase_prediction.hpp"
 #include "select/program_builds.hpp"
 #include "select/rules.hpp"
 #include "select/selector.hpp"
@@ -44,6 +45,8 @@ void usage(FILE *out) {
         "                 built-in defaults); added to a JSON machine's cost_model, its keys winning\n"
         "  --png OUT.png  predicted busbw against size, a panel per collective, a line per algorithm\n"
         "                 (needs gnuplot)\n"
+        "  --phases       under each call (table), the chosen plan's phases: each sub-collective's first\n"
+        "                 step's start and last step's end over all ranks, as loom-trace prints a traced call\n"
         "  --check        also simulate every rank (up to 4096 ranks) and print (on stderr) how far the\n"
         "                 simulation of one node for all is from it, per algorithm, and both ways' times\n"
         "LOOM_* variables (LOOM_RULES, LOOM_COST_MODEL, ...) apply as they do to a communicator.\n",
@@ -210,6 +213,8 @@ struct Row {
     Explanation e;
     double data = 0, factor = 1;                                             // data_bytes, bus_factor
     double bound_us = 0;                                                     // network_bound_us; 0: none
+    std::vector<PhaseSpan> phases;                                           // --phases
+    std::string no_phases;                                                   // why there are none
     double seconds = 0;                                                      // spent planning it
     double algbw(double us) const { return us > 0 ? data / us / 1000 : 0; }  // GB/s
     double busbw(double us) const { return algbw(us) * factor; }
@@ -246,6 +251,10 @@ void print_table(const std::vector<Row> &rows, int runners) {
             std::printf("%-15s %9s %-18s %13s %9s %9s %7s %8.3f  %s\n", r.collective.c_str(),
                         size_text(r.bytes).c_str(), r.e.selection.algorithm ? r.e.selection.algorithm->name : "none",
                         "-", "-", "-", "-", r.seconds, others.c_str());
+        if (!r.no_phases.empty()) std::printf("    phases: none (%s)\n", r.no_phases.c_str());
+        for (const PhaseSpan &p : r.phases)
+            std::printf("    %-52s %+10.3f ms .. %+10.3f ms  (%5.1f %% of the call)\n", p.phase.c_str(),
+                        p.start_us / 1000, p.end_us / 1000, us > 0 ? 100 * (p.end_us - p.start_us) / us : 0);
     }
     std::puts("algbw, busbw: GB/s (nccl-tests' definitions); bound: the network's least time over the predicted");
 }
@@ -397,7 +406,7 @@ int main(int argc, char **argv) {
     long long min_bytes = 64 << 10, max_bytes = 16 << 20;
     int runners = 2;
     std::string format = "table", png, machine_text, cost_model;
-    bool check = false;
+    bool check = false, phases = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -434,6 +443,8 @@ int main(int argc, char **argv) {
                 std::fprintf(stderr, "loom-plan: --png %s: a path with a ' is not taken\n", png.c_str());
                 return 2;
             }
+        } else if (a == "--phases") {
+            phases = true;
         } else if (a == "--check") {
             check = true;
         } else if (a[0] != '-' && machine_text.empty()) {
@@ -491,6 +502,13 @@ int main(int argc, char **argv) {
                 return 1;
             }
             r.seconds = seconds_since(t0);
+            if (phases && r.e.selection.algorithm) {
+                PlanKnobs knobs = spec.knobs;
+                r.e.selection.apply_knobs(&knobs);
+                double us = 0;
+                if (predict_phases(*r.e.selection.algorithm, spec.args, knobs, model, &r.phases, &us) != LOOM_SUCCESS)
+                    r.no_phases = last_error_message();
+            }
             r.data = data_bytes(spec.args);
             r.factor = bus_factor(spec.args);
             r.bound_us = network_bound_us(spec.args, model);

@@ -40,6 +40,13 @@ else
     grep -q '"chosen": "' "$tmp/json" && pass "json (python3 missing: not parsed)" || bad "json"
 fi
 
+# --phases: hier_split's sub-collectives under its row, the node's
+# reduce_scatter among them.
+"$plan" "nodes=4 ppn=2 rails=2" -c allreduce -m 1MiB:1MiB --phases >"$tmp/phases" 2>&1 || bad "phases exits $?"
+grep -q "^allreduce  *1MiB hier_split " "$tmp/phases" &&
+    grep -Eq "^    reduce_scatter [a-z_]+ over 2 \(node\) +\+[0-9.]+ ms \.\. +\+[0-9.]+ ms" "$tmp/phases" &&
+    grep -q "^    hier_split (own steps) " "$tmp/phases" && pass "phases" || bad "phases: $(cat "$tmp/phases")"
+
 # 16384 ranks: beyond the simulation of every rank, one node stands for all.
 "$plan" "nodes=2048 ppn=8 rails=8" -c allreduce -m 16MiB:16MiB >"$tmp/big" 2>&1 || bad "16384 ranks exits $?"
 grep -Eq "^allreduce  *16MiB [a-z_]+ +[0-9]+\.[0-9] " "$tmp/big" && pass "16384 ranks predicted" ||

@@ -11,6 +11,7 @@
 #include "node_map.hpp"
 #include "runtime/device_staging.hpp"
 #include "select/cost_model.hpp"
+#include "select/phase_prediction.hpp"
 #include "transport/inprocess/inprocess.hpp"
 
 namespace loom {
@@ -340,6 +341,40 @@ TEST(CostModel, PricesSlowNodesAndRailsDown) {
     ASSERT_EQ(predict_time(*find_algorithm(Collective::allreduce, "ring"), spread, slow, &uneven), LOOM_SUCCESS)
         << last_error_message();
     EXPECT_GT(uneven, even);
+}
+
+// A composition's phases as the step timeline names them, each ending by
+// the call's end, the last of them at it; a plan without phases has its
+// own steps only; the slot paths run no plan.
+TEST(CostModel, PredictsACompositionsPhases) {
+    CollArgs a = args(Collective::allreduce, 4, 1 << 16);
+    const NodeMap nodes = NodeMap::from_labels({0, 0, 1, 1});
+    a.nodes = &nodes;
+    std::vector<PhaseSpan> phases;
+    double us = -1, alone = -1;
+    const AlgorithmInfo &split = *find_algorithm(Collective::allreduce, "hier_split");
+    ASSERT_EQ(predict_phases(split, a, PlanKnobs(), CostModel(), &phases, &us), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(split, a, CostModel(), &alone), LOOM_SUCCESS);
+    EXPECT_DOUBLE_EQ(us, alone);
+    ASSERT_GE(phases.size(), 3u);
+    double last = 0;
+    bool node_phase = false, own = false;
+    for (const PhaseSpan &p : phases) {
+        EXPECT_LE(p.start_us, p.end_us) << p.phase;
+        EXPECT_LE(p.end_us, us + 1e-9) << p.phase;
+        last = std::max(last, p.end_us);
+        node_phase |= p.phase.find("(node)") != std::string::npos;
+        own |= p.phase == "hier_split (own steps)";
+    }
+    EXPECT_DOUBLE_EQ(last, us);
+    EXPECT_TRUE(node_phase && own);
+    ASSERT_EQ(predict_phases(*find_algorithm(Collective::allreduce, "ring"), a, PlanKnobs(), CostModel(), &phases, &us),
+              LOOM_SUCCESS);
+    ASSERT_EQ(phases.size(), 1u);
+    EXPECT_EQ(phases[0].phase, "ring (own steps)");
+    EXPECT_EQ(predict_phases(*find_algorithm(Collective::allreduce, "shared_slots"), args(Collective::allreduce, 4, 8),
+                             PlanKnobs(), CostModel(), &phases, &us),
+              LOOM_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CostModel, ChargesEachMessageToTheSendingAndReceivingCore) {
