@@ -70,7 +70,8 @@ for spec; do
     echo
     echo "$coll $bytes ($alg): when each phase's last step ended, ms from the call's start"
     printf '  %-52s %12s %12s %8s\n' phase predicted measured error
-    # The timed calls are the last ITERS; medians of each phase's end.
+    # The timed calls are the last ITERS (the rails' set-up calls come
+    # first); medians of each phase's end, of the phases those calls have.
     phases_of "$out/$coll.$bytes.trace.txt" | awk -F'|' -v n="$iters" '
         $1 == "call" { ++calls; total[calls] = $2; next }
         { end[calls, $1] = $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
@@ -83,7 +84,7 @@ for spec; do
             for (i = 1; i <= k; ++i) {
                 list = ""
                 for (c = calls - n + 1; c <= calls; ++c) if ((c, order[i]) in end) list = list " " end[c, order[i]]
-                print order[i] "|" median(list)
+                if (list != "") print order[i] "|" median(list)
             }
             list = ""
             for (c = calls - n + 1; c <= calls; ++c) list = list " " total[c]
