@@ -225,6 +225,18 @@ void laned_incast_build(const CollArgs &a, int rank, ProgramBuilder &b) {
     }
 }
 
+// laned_incast on rank 0 of node 0 and ranks 1 and 2 of node 1, over RAILS rails.
+struct LanedIncast {
+    explicit LanedIncast(int rails) : shape(args(Collective::allgather, 3, 1000)) {
+        nodes.rails = rails;
+        shape.nodes = &nodes;
+    }
+    LanedIncast(const LanedIncast &) = delete;  // shape points at nodes
+    const AlgorithmInfo algo = {Collective::allgather, "laned", "test", "none", anywhere, laned_incast_build, false};
+    NodeMap nodes = NodeMap::from_labels({0, 1, 1});
+    CollArgs shape;
+};
+
 // Below rail_min a message between nodes goes through the PML: on the pml
 // link's prices, never striped, and a node's messages on one rail whatever
 // their lanes; rail_min 0 leaves every message on the rails.
@@ -249,18 +261,14 @@ TEST(CostModel, PricesMessagesBelowRailMinOnThePmlLink) {
     EXPECT_NEAR(at_rail_min, rails, 0.01);
     // Two ranks of node 1 on lanes 1 and 2: on the rails each takes one;
     // through the PML they queue on one.
-    const AlgorithmInfo laned = {Collective::allgather, "laned", "test", "none", anywhere, laned_incast_build, false};
-    CollArgs three = args(Collective::allgather, 3, 1000);
-    NodeMap two_nodes = NodeMap::from_labels({0, 1, 1});
-    two_nodes.rails = 2;
-    three.nodes = &two_nodes;
+    const LanedIncast laned(2);
     m.stripe_min_bytes = SIZE_MAX;
     m.rail_min_bytes = 0;
     double laned_rails = -1, laned_pml = -1;
-    ASSERT_EQ(predict_time(laned, three, m, &laned_rails), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &laned_rails), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(laned_rails, 4.0 + 2.0, 0.01);
     m.rail_min_bytes = 4001;
-    ASSERT_EQ(predict_time(laned, three, m, &laned_pml), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &laned_pml), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(laned_pml, 2 * 8.0 + 30.0, 0.01);
     // Within a node rail_min changes nothing.
     NodeMap one = NodeMap::from_labels({0, 0});
@@ -304,27 +312,23 @@ TEST(CostModel, PricesSlowNodesAndRailsDown) {
 
     // Ranks 1 and 2 of node 1 on lanes 1 and 2, rail 1 of 3 down: the lanes
     // map onto rails 0 and 2, one message each.
-    const AlgorithmInfo laned = {Collective::allgather, "laned", "test", "none", anywhere, laned_incast_build, false};
-    CollArgs three = args(Collective::allgather, 3, 1000);
-    NodeMap two_nodes = NodeMap::from_labels({0, 1, 1});
-    two_nodes.rails = 3;
-    three.nodes = &two_nodes;
+    const LanedIncast laned(3);
     m.stripe_min_bytes = SIZE_MAX;
     m.rails_down = {1};
     double us = -1;
-    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &us), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(us, 4.0 + 2.0, 0.01);
     m.rails_down = {0, 2};  // rail 1 alone: one message after the other
-    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &us), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(us, 8.0 + 2.0, 0.01);
     m.rails_down = {5};  // beyond the call's rails: nothing is down
-    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &us), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(us, 4.0 + 2.0, 0.01);
     // Through the PML on unequal rails: the pml link's own rate, not a rail's.
     m.rails_down.clear();
     m.rail_rates = {0.5, 1, 1};
     m.rail_min_bytes = 4001;
-    ASSERT_EQ(predict_time(laned, three, m, &us), LOOM_SUCCESS) << last_error_message();
+    ASSERT_EQ(predict_time(laned.algo, laned.shape, m, &us), LOOM_SUCCESS) << last_error_message();
     EXPECT_NEAR(us, 2 * 8.0 + 30.0, 0.01);
 
     CollArgs spread = args(Collective::allreduce, 8, 1000);
