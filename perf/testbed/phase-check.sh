@@ -53,8 +53,9 @@ phases_of() {
 echo "phase-check: model $model; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for spec; do
     coll=${spec%%:*} bytes=${spec#*:}
-    alg=$("$build/src/loom-plan" "nodes=$nodes ppn=2 rails=$rails type=int8" -c "$coll" -m "$bytes:$bytes" \
-        --cost-model "$model" -f csv | awk -F, 'NR > 1 && $5 == 1 { print $4 }')
+    "$build/src/loom-plan" "nodes=$nodes ppn=2 rails=$rails type=int8" -c "$coll" -m "$bytes:$bytes" \
+        --cost-model "$model" -f csv >"$out/$coll.$bytes.plan.csv"
+    alg=$(awk -F, 'NR > 1 && $5 == 1 { print $4 }' "$out/$coll.$bytes.plan.csv")
     [ -n "$alg" ] || { echo "phase-check: loom-plan chose nothing for $coll $bytes" >&2; exit 1; }
     "$build/src/loom-plan" "nodes=$nodes ppn=2 rails=$rails type=int8" -c "$coll" -m "$bytes:$bytes" \
         --cost-model "$model" --phases >"$out/$coll.$bytes.plan.txt"
@@ -91,8 +92,7 @@ for spec; do
             print "(the call)|" median(list)
         }' >"$out/$coll.$bytes.measured.txt"
     phases_of "$out/$coll.$bytes.plan.txt" >"$out/$coll.$bytes.predicted.txt"
-    "$build/src/loom-plan" "nodes=$nodes ppn=2 rails=$rails type=int8" -c "$coll" -m "$bytes:$bytes" \
-        --cost-model "$model" -f csv | awk -F, 'NR > 1 && $5 == 1 { print "(the call)|" $6 / 1000 }' \
+    awk -F, 'NR > 1 && $5 == 1 { print "(the call)|" $6 / 1000 }' "$out/$coll.$bytes.plan.csv" \
         >>"$out/$coll.$bytes.predicted.txt"
     awk -F'|' 'FILENAME == ARGV[1] { p[$1] = $2; next }
         { e = ($1 in p) && $2 > 0 ? sprintf("%+.1f%%", 100 * (p[$1] - $2) / $2) : "-"
