@@ -182,28 +182,41 @@ double bus_factor(const CollArgs &a) {
     return p < 2 ? 1 : a.collective == Collective::allreduce ? 2 * (p - 1) / p : (p - 1) / p;
 }
 
-// The least time the bytes that must cross a node's rails take at the
-// model's network rate, the busiest node deciding; 0 on one node.
+// The least time the bytes that must cross a node's rails take, at the
+// node's speed, the slowest node deciding; 0 on one node.
 double network_bound_us(const CollArgs &a, const CostModel &model) {
     if (!a.nodes || a.nodes->nodes() < 2) return 0;
     const double n = a.nodes->nodes(), p = a.nranks;
     const double s = static_cast<double>(message_bytes(a));
-    double bytes = 0;  // through the busiest node's rails, one direction
+    // Bytes per microsecond out of a node: every live rail at its rate, the
+    // first of them at the PML's where that is faster (the PML's messages
+    // take it); none left, the PML alone.
+    double capacity = 0;
+    bool first = true;
+    for (int rail = 0; rail < std::max(1, a.nodes->rails); ++rail) {
+        if (std::find(model.rails_down.begin(), model.rails_down.end(), rail) != model.rails_down.end()) continue;
+        double rate = model.rail_rate(rail) / model.network.us_per_byte;
+        if (first && model.rail_min_bytes > 0) rate = std::max(rate, 1 / model.pml.us_per_byte);
+        capacity += rate;
+        first = false;
+    }
+    if (capacity == 0) capacity = 1 / model.pml.us_per_byte;
+    double slowest = 0;
     for (int node = 0; node < a.nodes->nodes(); ++node) {
         const double k = a.nodes->ranks_on(node);
+        double bytes = 0;  // through this node's rails, one direction
         switch (a.collective) {
             case Collective::allreduce: bytes = 2 * (n - 1) / n * s; break;
             case Collective::reduce_scatter:
             case Collective::reduce_scatter_block: bytes = (n - 1) / n * s; break;
             case Collective::allgather:
-            case Collective::allgatherv: bytes = std::max(bytes, (p - k) * s); break;  // the others' blocks in
+            case Collective::allgatherv: bytes = (p - k) * s; break;  // the others' blocks in
             case Collective::alltoall:
-            case Collective::alltoallv: bytes = std::max(bytes, k * (p - k) * s); break;
+            case Collective::alltoallv: bytes = k * (p - k) * s; break;
         }
+        slowest = std::max(slowest, bytes / capacity / model.node_speed(node));
     }
-    int live = std::max(1, a.nodes->rails);
-    for (int rail : model.rails_down) live -= rail < a.nodes->rails;
-    return bytes * model.network.us_per_byte / std::max(1, live);
+    return slowest;
 }
 
 struct Row {

@@ -84,6 +84,18 @@ both_us=$(chosen_us both ', "node_speeds": [1, 1, 0.5, 1], "rails_down": [1]')
         $both_us > 1.2 * $down_us) }" &&
     pass "a slow node, a rail down and both: $slow_us, $down_us, $both_us us against $even_us" ||
     bad "nodes that differ: '$slow_us' '$down_us' '$both_us' against '$even_us': $(cat "$tmp/both")"
+# The bandwidth bound: 1.5 MiB out of every node for a 1 MiB allreduce on
+# 4 nodes, over 2 rails of 25 MB/s; twice that on the slower node or on
+# one rail, four times with both, and at 1.5 rails with rail_rates 1:0.5.
+bound_us() {  # bound_us JSON-FIELDS
+    printf '{"nodes": 4, "ppn": 2, "rails": 2, "cost_model": "net=5us:25MB/s%s"%s}\n' "$1" "$2" >"$tmp/bound.json"
+    "$plan" "@$tmp/bound.json" -c allreduce -m 1MiB:1MiB -f json 2>&1 | sed -n 's/^ *"bound_us": \([0-9.e+]*\),*$/\1/p'
+}
+bounds="$(bound_us "" "") $(bound_us "" ', "node_speeds": [1, 1, 0.5, 1]') $(bound_us "" ', "rails_down": [1]')"
+bounds="$bounds $(bound_us "" ', "node_speeds": [1, 0.5, 1, 1], "rails_down": [0]') $(bound_us ",rail_rates=1:0.5" "")"
+echo "$bounds" | awk 'function near(x, y) { return x > 0.9999 * y && x < 1.0001 * y }
+    { exit !(NF == 5 && near($1, 31457.28) && near($2, 2 * $1) && near($3, 2 * $1) && near($4, 4 * $1) && near($5, 41943.04)) }' && pass "bandwidth bound with a slow node, a rail down, unequal rails: $bounds us" ||
+    bad "bandwidth bounds: '$bounds' (even, slow node, rail down, both, rails 1:0.5)"
 # Without a cost_model of its own, the fields go onto LOOM_COST_MODEL's;
 # with nodes of unequal size too.
 printf '{"ranks_per_node": [3, 2, 2], "rails": 2, "node_speeds": [1, 0.5, 1]}\n' >"$tmp/env.json"
