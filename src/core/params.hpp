@@ -87,6 +87,21 @@ class Config {
     std::vector<long long> values_;
 };
 
+// What a value derived from the parameters was decided under: changed()
+// is true at its first look and once after every change of the parameters,
+// when the value must be decided again.
+class ParamsSeen {
+  public:
+    bool changed(const Config &config) {
+        if (seen_ == config.generation()) return false;
+        seen_ = config.generation();
+        return true;
+    }
+
+  private:
+    uint64_t seen_ = UINT64_MAX;
+};
+
 // Parses "64k", "1MiB", "4096" into bytes; false when malformed.
 bool parse_size(const std::string &text, long long *out);
 

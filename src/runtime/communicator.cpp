@@ -387,7 +387,6 @@ std::string Communicator::state() const {
 }
 
 void Communicator::decide_sleeping_waits() {
-    sleep_generation_ = config_.generation();
     const long long mode = config_.integer(kParamWait);
     // Counted, not hinted: sleeping on the rails costs bandwidth where a
     // rank could spin (docs/performance.md), and launchers set the hint
@@ -397,11 +396,10 @@ void Communicator::decide_sleeping_waits() {
 }
 
 bool Communicator::wait_for_slots(uint32_t polls) {
-    if (slots_wait_generation_ != config_.generation()) {  // the parameter, read once per value
+    if (slots_wait_seen_.changed(config_)) {  // the parameter, read once per value
         const long long mode = config_.integer(kParamSlotsWait);
         slots_yield_ = mode == kSlotsWaitYield || (mode == kSlotsWaitAuto && !core_per_local_rank());
         engine_yields_ = router_->drives_progress_engine() && !router_->oversubscribed();
-        slots_wait_generation_ = config_.generation();
     }
     // Messages of other calls still need the progress engine below. Where
     // there is one it decides about yielding, as in Request::wait (Open
@@ -834,10 +832,16 @@ Status Communicator::start_into(Request &req, CollArgs &args, const CallData &ca
     complete_args(args, call.type, call.in_place);
 
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, threaded_ && !blocking, &plan, adapted_choice(args)));
-    const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 1) say_choice(args, *plan, verbose);
+    LOOM_RETURN_IF_ERROR(choose_plan(args, threaded_ && !blocking, &plan, adapted_choice(args)));
     return launch(req, args, call, *plan, blocking);
+}
+
+Status Communicator::choose_plan(const CollArgs &args, bool for_thread, const CachedPlan **out,
+                                 const AlgorithmInfo *adapted) {
+    LOOM_RETURN_IF_ERROR(plan_for(args, for_thread, out, adapted));
+    const long long verbose = config_.integer(kParamVerbose);
+    if (verbose >= 1) say_choice(args, **out, verbose);
+    return LOOM_SUCCESS;
 }
 
 void Communicator::say_choice(const CollArgs &args, const CachedPlan &plan, long long verbose) {
@@ -1028,9 +1032,7 @@ Status Communicator::run(CollArgs &args, const CallData &call) {
     complete_args(args, call.type, call.in_place);
     if (adapting() && adaptable(args)) return run_adapted(args, call);
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan));
-    const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 1) say_choice(args, *plan, verbose);
+    LOOM_RETURN_IF_ERROR(choose_plan(args, /*for_thread=*/false, &plan));
     return plan->runner->run(*this, args, call, *plan);
 }
 
@@ -1054,7 +1056,6 @@ uint64_t choice_fingerprint(const Config &config) {
 }  // namespace
 
 void Communicator::decide_adapt() {
-    adapt_generation_ = config_.generation();
     if (!config_.integer(kParamAdapt)) {
         adapt_.reset();
         return;
@@ -1101,9 +1102,7 @@ Status Communicator::run_adapted(CollArgs &args, const CallData &call) {
     // A candidate of the class that cannot run this count: the selector's choice runs, untimed.
     const bool fits = turn.algorithm && why_not_applicable(*turn.algorithm, args).empty();
     const CachedPlan *plan = nullptr;
-    LOOM_RETURN_IF_ERROR(plan_for(args, /*for_thread=*/false, &plan, fits ? turn.algorithm : nullptr));
-    const long long verbose = config_.integer(kParamVerbose);
-    if (verbose >= 1) say_choice(args, *plan, verbose);
+    LOOM_RETURN_IF_ERROR(choose_plan(args, /*for_thread=*/false, &plan, fits ? turn.algorithm : nullptr));
     const uint64_t start = now_ns();
     LOOM_RETURN_IF_ERROR(plan->runner->run(*this, args, call, *plan));
     return adapted_call_done(turn, now_ns() - start, fits);
@@ -1139,7 +1138,6 @@ std::string Communicator::adapt_rules() {
 }
 
 void Communicator::refresh_trace() {
-    trace_generation_ = config_.generation();
     const std::string &path = config_.raw(kParamTrace);
     if (trace_file_ && trace_file_->path() == path) return;
     trace_file_.reset();

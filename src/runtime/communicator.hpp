@@ -360,12 +360,15 @@ class Communicator final : public SetupContext, public ThreadDriven {
                     const AlgorithmInfo *adapted = nullptr);
     Status lookup_plan(const CollArgs &args, bool for_thread, const CachedPlan **out,
                        const AlgorithmInfo *adapted = nullptr);
+    // plan_for, then say_choice as the verbose parameter asks.
+    Status choose_plan(const CollArgs &args, bool for_thread, const CachedPlan **out,
+                       const AlgorithmInfo *adapted = nullptr);
 
     // Online adaptation (parameter adapt, select/adapt.hpp): blocking calls
     // learn; nonblocking and persistent ones take what was learnt so far,
     // which changes only inside blocking calls, on every rank alike.
     bool adapting() {
-        if (adapt_generation_ != config_.generation()) decide_adapt();
+        if (adapt_seen_.changed(config_)) decide_adapt();
         return adapt_ != nullptr;
     }
     void decide_adapt();
@@ -379,7 +382,7 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // Counts a call's time; where the class's agreement is due, runs it.
     Status adapted_call_done(const AdaptiveChoice::Turn &turn, uint64_t ns, bool measured);
     std::unique_ptr<AdaptiveChoice> adapt_;
-    uint64_t adapt_generation_ = UINT64_MAX;
+    ParamsSeen adapt_seen_;
     uint64_t adapt_fingerprint_ = 0;  // of the parameters that steer the choice, when learning began
     std::atomic<int64_t> rails_changes_{0};
     // Completes args in place (they are the caller's scratch) and starts the
@@ -441,22 +444,22 @@ class Communicator final : public SetupContext, public ThreadDriven {
     // Whether a wait may sleep in the kernel (parameter wait), and after how
     // long without news; re-read when the parameters change.
     bool sleeping_waits() {
-        if (sleep_generation_ != config_.generation()) decide_sleeping_waits();
+        if (sleep_seen_.changed(config_)) decide_sleeping_waits();
         return sleeping_waits_;
     }
     void decide_sleeping_waits();
     bool sleeping_waits_ = false;
     uint64_t wait_spin_ns_ = 0;
-    uint64_t sleep_generation_ = UINT64_MAX;
+    ParamsSeen sleep_seen_;
 
     // The step timeline (parameter trace): the file, this communicator's
     // number in it and its calls so far; re-read when the parameters change.
     std::shared_ptr<TraceFile> trace_file_;
     uint32_t trace_comm_ = 0;
     uint64_t trace_calls_ = 0;
-    uint64_t trace_generation_ = UINT64_MAX;
+    ParamsSeen trace_seen_;
     bool tracing() {
-        if (trace_generation_ != config_.generation()) refresh_trace();
+        if (trace_seen_.changed(config_)) refresh_trace();
         return trace_file_ != nullptr;
     }
     void refresh_trace();
@@ -513,7 +516,7 @@ class Communicator final : public SetupContext, public ThreadDriven {
     uint64_t slots_started_ = 0, slots_finished_ = 0;
     bool slots_yield_ = false;
     bool engine_yields_ = false;                   // the progress engine below yields by itself (Request::wait's rule)
-    uint64_t slots_wait_generation_ = UINT64_MAX;  // the parameters' generation slots_yield_ was decided under
+    ParamsSeen slots_wait_seen_;                   // what slots_yield_ and engine_yields_ were decided under
     // A blocking shared-slots call to completion on this thread (earlier
     // nonblocking ones are progressed while it waits for them).
     Status run_slots(const CollArgs &args, const CallData &call, ReduceFn reduce, uint64_t signature);

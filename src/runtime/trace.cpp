@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "select/selector.hpp"
 #include "transport/router.hpp"
 
 namespace loom {
@@ -97,14 +98,6 @@ void micros(std::string &out, uint64_t ns) {
     std::snprintf(t, sizeof t, "%llu.%03u", static_cast<unsigned long long>(ns / 1000),
                   static_cast<unsigned>(ns % 1000));
     out += t;
-}
-
-std::string bytes_text(uint64_t b) {
-    char t[32];
-    if (b >= (1u << 20) && b % (1u << 20) == 0) std::snprintf(t, sizeof t, "%llu MiB", (unsigned long long)(b >> 20));
-    else if (b >= 1024 && b % 1024 == 0) std::snprintf(t, sizeof t, "%llu KiB", (unsigned long long)(b >> 10));
-    else std::snprintf(t, sizeof t, "%llu B", (unsigned long long)b);
-    return t;
 }
 
 }  // namespace

@@ -227,15 +227,20 @@ uint64_t AdaptiveChoice::switches() const {
     return n;
 }
 
+std::string AdaptiveChoice::timed_text(const Class &c) {
+    std::string s;
+    for (size_t k = 0; k < c.candidates.size(); ++k)
+        s += std::string(k ? "," : "") + " " + c.candidates[k].algorithm->name + " " +
+             time_text(c.candidates[k].agreed_ns);
+    return s;
+}
+
 std::string AdaptiveChoice::describe() const {
     std::string s;
     for (const auto &[cls, c] : classes_) {
         if (c.candidates.empty()) continue;
         s += cls.text() + ": " + c.candidates[c.current].algorithm->name + (c.learning ? " (still learning)" : "");
-        s += "; timed:";
-        for (size_t k = 0; k < c.candidates.size(); ++k)
-            s += std::string(k ? "," : "") + " " + c.candidates[k].algorithm->name + " " +
-                 time_text(c.candidates[k].agreed_ns);
+        s += "; timed:" + timed_text(c);
         s += "; " + std::to_string(c.calls) + " calls, " + std::to_string(c.explored) + " explored, " +
              std::to_string(c.switches) + (c.switches == 1 ? " switch" : " switches");
         if (!c.last_decision.empty()) s += "; " + c.last_decision;
@@ -256,11 +261,7 @@ std::string AdaptiveChoice::rules_json(int comm_size, int nodes, int ppn) const 
         if (ppn > 0) r["ppn"] = ppn;
         r["bytes"] = {cls.min_bytes(), cls.max_bytes()};
         r["algorithm"] = c.candidates[c.current].algorithm->name;
-        std::string note = "learnt by adapt over " + std::to_string(c.calls) + " calls:";
-        for (size_t k = 0; k < c.candidates.size(); ++k)
-            note += std::string(k ? "," : "") + " " + c.candidates[k].algorithm->name + " " +
-                    time_text(c.candidates[k].agreed_ns);
-        r["note"] = note;
+        r["note"] = "learnt by adapt over " + std::to_string(c.calls) + " calls:" + timed_text(c);
         rules.push_back(r);
     }
     nlohmann::json doc;

@@ -114,6 +114,8 @@ class AdaptiveChoice {
         int64_t rails_changes = 0;
         std::string last_decision;
     };
+    // " hier_split 35.04 ms, ring 41.2 ms": each candidate and its agreed time.
+    static std::string timed_text(const Class &c);
     void start_window(Class &c, uint64_t window);
     void begin_learning(Class &c);
     AdaptLimits limits_;

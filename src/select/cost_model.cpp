@@ -97,6 +97,20 @@ std::string link_text(const LinkCost &l) {
 // Which link a message takes.
 enum LinkClass { kSharedMemory, kIntraNode, kNetwork, kPml };
 
+// "1:0.5:2": each item through `item` (false: not one); false where an
+// item is empty or refused, or the list is empty or ends in ':'.
+template <class Item>
+bool parse_list(const std::string &value, const Item &item) {
+    std::stringstream list(value);
+    std::string text;
+    bool any = false;
+    while (std::getline(list, text, ':')) {
+        if (text.empty() || !item(text)) return false;
+        any = true;
+    }
+    return any && value.back() != ':';
+}
+
 }  // namespace
 
 Status CostModel::parse(const std::string &text, CostModel *out) {
@@ -145,30 +159,27 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
             const char *expected = rails ? "up to 64 positive rates relative to net, ':'-separated (e.g. 1:0.5)"
                                          : "up to 65536 positive speeds, one per node, ':'-separated (e.g. 1:1:0.5)";
             std::vector<double> rates;
-            std::stringstream list(value);
-            std::string rate;
-            while (std::getline(list, rate, ':')) {
+            const bool ok = parse_list(value, [&](const std::string &rate) {
                 char *end = nullptr;
                 const double v = std::strtod(rate.c_str(), &end);
-                if (rate.empty() || *end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= most)
-                    return bad(expected);
+                if (*end != '\0' || !(v > 0) || !std::isnormal(v) || rates.size() >= most) return false;
                 rates.push_back(v);
-            }
-            if (rates.empty() || value.back() == ':') return bad(expected);
+                return true;
+            });
+            if (!ok) return bad(expected);
             (rails ? m.rail_rates : m.node_speeds) = rates;
         } else if (key == "rails_down") {
             const char *expected = "rail numbers from 0 to 63, ':'-separated (e.g. 1 or 0:2)";
             std::vector<int> down;
-            std::stringstream list(value);
-            std::string rail;
-            while (std::getline(list, rail, ':')) {
+            const bool ok = parse_list(value, [&](const std::string &rail) {
                 char *end = nullptr;
                 const long v = std::strtol(rail.c_str(), &end, 10);
-                if (rail.empty() || *end != '\0' || v < 0 || v > 63) return bad(expected);
+                if (*end != '\0' || v < 0 || v > 63) return false;
                 if (std::find(down.begin(), down.end(), static_cast<int>(v)) == down.end())
                     down.push_back(static_cast<int>(v));
-            }
-            if (down.empty() || value.back() == ':') return bad(expected);
+                return true;
+            });
+            if (!ok) return bad(expected);
             m.rails_down = down;
         } else {
             return fail(
