@@ -193,6 +193,13 @@ Status CostModel::parse(const std::string &text, CostModel *out) {
     return LOOM_SUCCESS;
 }
 
+std::vector<int> CostModel::live_rails(int rails) const {
+    std::vector<int> live;
+    for (int rail = 0; rail < rails; ++rail)
+        if (std::find(rails_down.begin(), rails_down.end(), rail) == rails_down.end()) live.push_back(rail);
+    return live;
+}
+
 std::string CostModel::describe() const {
     std::string text = "shm=" + link_text(shared_memory) + ",intra=" + link_text(intra_node) +
                        ",net=" + link_text(network) + ",pcie=" + link_text(pcie) +
@@ -236,11 +243,8 @@ class Simulation {
           p_(static_cast<int>(programs.size())),
           rails_(args.nodes ? std::max(1, args.nodes->rails) : 1) {
         unmet_.resize(p_);
-        for (int rail = 0; rail < rails_; ++rail) {
-            if (std::find(m_.rails_down.begin(), m_.rails_down.end(), rail) != m_.rails_down.end()) continue;
-            live_rails_.push_back(rail);
-            rail_rate_sum_ += m_.rail_rate(rail);
-        }
+        live_rails_ = m_.live_rails(rails_);
+        for (int rail : live_rails_) rail_rate_sum_ += m_.rail_rate(rail);
         // Sized once: rail_free() hands out references into it.
         rail_free_.assign(args_.nodes ? std::max<size_t>(1, args_.nodes->members.size()) * rails_ * 2 : 2, 0.0);
         finish_.assign(p_, 0);

@@ -69,6 +69,8 @@ struct CostModel {
     std::vector<double> node_speeds;
     std::vector<int> rails_down;
     // Nodes are numbered as the communicator's nodes are (node_map.hpp).
+    // Of a call's `rails` (numbered from 0), those not down, in order.
+    std::vector<int> live_rails(int rails) const;
     double node_speed(int node) const {
         return static_cast<size_t>(node) < node_speeds.size() ? node_speeds[static_cast<size_t>(node)] : 1.0;
     }

@@ -191,16 +191,13 @@ double network_bound_us(const CollArgs &a, const CostModel &model) {
     // Bytes per microsecond out of a node: every live rail at its rate, the
     // first of them at the PML's where that is faster (the PML's messages
     // take it); none left, the PML alone.
-    double capacity = 0;
-    bool first = true;
-    for (int rail = 0; rail < std::max(1, a.nodes->rails); ++rail) {
-        if (std::find(model.rails_down.begin(), model.rails_down.end(), rail) != model.rails_down.end()) continue;
-        double rate = model.rail_rate(rail) / model.network.us_per_byte;
-        if (first && model.rail_min_bytes > 0) rate = std::max(rate, 1 / model.pml.us_per_byte);
+    const std::vector<int> live = model.live_rails(std::max(1, a.nodes->rails));
+    double capacity = live.empty() ? 1 / model.pml.us_per_byte : 0;
+    for (size_t i = 0; i < live.size(); ++i) {
+        double rate = model.rail_rate(live[i]) / model.network.us_per_byte;
+        if (i == 0 && model.rail_min_bytes > 0) rate = std::max(rate, 1 / model.pml.us_per_byte);
         capacity += rate;
-        first = false;
     }
-    if (capacity == 0) capacity = 1 / model.pml.us_per_byte;
     double slowest = 0;
     for (int node = 0; node < a.nodes->nodes(); ++node) {
         const double k = a.nodes->ranks_on(node);
